@@ -1,0 +1,3 @@
+"""Commands that need the indexing and QA stacks (registered into `graph.cli`)."""
+
+from __future__ import annotations

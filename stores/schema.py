@@ -1,0 +1,163 @@
+"""Schema: idempotent, versioned `ensure_tables`, and per-embedding-space chunk tables.
+
+Why one chunk table per embedding dimension (`rag_chunks_d384`, `rag_chunks_d512`, ...): an HNSW index
+needs a fixed `vector(n)` column, and sessions built with different embedders must coexist. A table per
+dimension keeps a plain `embedding vector(n)` column with its own HNSW index, so both our ranking SQL and
+langchain-postgres' `PGVectorStore` (which orders by `embedding <=> :q`) use the index directly; partial
+indexes on a cast would force every query, including PGVectorStore's, to repeat the cast. The view
+`rag_chunks` unions all spaces for inspection. See docs/architecture/storage.md.
+"""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg import sql
+
+SCHEMA_VERSION = 1
+"""Bump and add a step to `_UPGRADES` when the schema changes; upgrades run in order."""
+
+CHUNK_TABLE_PREFIX = "rag_chunks_d"
+
+_BASE_DDL = """
+CREATE TABLE IF NOT EXISTS rag_schema_version (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    version integer NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS rag_sessions (
+    rag_session_id text PRIMARY KEY,
+    project_id text NOT NULL DEFAULT '',
+    name text NOT NULL UNIQUE,
+    embedder text NOT NULL,
+    embedding_dim integer NOT NULL CHECK (embedding_dim > 0),
+    active_generation integer NOT NULL DEFAULT 0,
+    root_path text,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS rag_index_jobs (
+    job_id text PRIMARY KEY,
+    rag_session_id text NOT NULL REFERENCES rag_sessions(rag_session_id) ON DELETE CASCADE,
+    kind text NOT NULL CHECK (kind IN ('snapshot', 'changes')),
+    status text NOT NULL CHECK (status IN ('running', 'done', 'failed')),
+    counts jsonb NOT NULL DEFAULT '{}'::jsonb,
+    skipped jsonb NOT NULL DEFAULT '[]'::jsonb,
+    error text,
+    started_at timestamptz NOT NULL DEFAULT now(),
+    finished_at timestamptz
+);
+CREATE INDEX IF NOT EXISTS rag_index_jobs_session ON rag_index_jobs (rag_session_id, started_at DESC);
+CREATE TABLE IF NOT EXISTS rag_blob_cache (
+    cache_key text PRIMARY KEY,
+    blob_sha text NOT NULL,
+    path text NOT NULL,
+    pipeline_version text NOT NULL,
+    embedder text NOT NULL,
+    records jsonb NOT NULL,
+    vectors bytea,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+"""
+
+_CHUNK_DDL = """
+CREATE TABLE IF NOT EXISTS {table} (
+    id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    rag_session_id text NOT NULL,
+    generation integer NOT NULL,
+    layer text NOT NULL,
+    path text NOT NULL,
+    title text NOT NULL DEFAULT '',
+    content text NOT NULL,
+    metadata_json jsonb NOT NULL DEFAULT '{{}}'::jsonb,
+    span_start integer NOT NULL,
+    span_end integer NOT NULL,
+    blob_sha text NOT NULL,
+    embedding vector({dim}),
+    tsv tsvector GENERATED ALWAYS AS (
+        setweight(to_tsvector('russian', coalesce(title, '')), 'A')
+        || setweight(to_tsvector('russian', translate(path, '/._-', '    ')), 'B')
+        || to_tsvector('russian', left(content, 60000))
+    ) STORED
+);
+CREATE INDEX IF NOT EXISTS {ix_session} ON {table} (rag_session_id, generation, layer);
+CREATE INDEX IF NOT EXISTS {ix_path} ON {table} (path text_pattern_ops);
+CREATE INDEX IF NOT EXISTS {ix_hnsw} ON {table} USING hnsw (embedding vector_cosine_ops)
+    WITH (m = 16, ef_construction = 64);
+CREATE INDEX IF NOT EXISTS {ix_tsv} ON {table} USING gin (tsv);
+CREATE INDEX IF NOT EXISTS {ix_domain} ON {table} (lower(metadata_json->>'domain'));
+CREATE INDEX IF NOT EXISTS {ix_subdomain} ON {table} (lower(metadata_json->>'subdomain'));
+"""
+
+# version -> SQL applied when upgrading *to* that version (version 1 is the base DDL itself).
+_UPGRADES: dict[int, str] = {}
+
+
+def chunk_table(dim: int) -> str:
+    """Name of the chunk table of one embedding space."""
+    if not isinstance(dim, int) or dim <= 0 or dim > 16000:
+        raise ValueError(f"invalid embedding dimension: {dim!r}")
+    return f"{CHUNK_TABLE_PREFIX}{dim}"
+
+
+def ensure_tables(conn: psycopg.Connection) -> int:
+    """Create or upgrade the schema; safe to call on every start and from concurrent processes.
+
+    Returns:
+        The schema version now in place.
+    """
+    with conn.transaction():
+        # One schema change at a time across processes.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('lotsman_schema'))")
+        conn.execute(_BASE_DDL)
+        row = conn.execute("SELECT version FROM rag_schema_version").fetchone()
+        current = row[0] if row else 0
+        if current > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"database schema version {current} is newer than this Lotsman ({SCHEMA_VERSION}): upgrade Lotsman"
+            )
+        for version in range(max(current, 1) + 1, SCHEMA_VERSION + 1):
+            conn.execute(_UPGRADES[version])
+        conn.execute(
+            "INSERT INTO rag_schema_version (singleton, version) VALUES (true, %s) "
+            "ON CONFLICT (singleton) DO UPDATE SET version = EXCLUDED.version, updated_at = now()",
+            (SCHEMA_VERSION,),
+        )
+    return SCHEMA_VERSION
+
+
+def existing_spaces(conn: psycopg.Connection) -> list[int]:
+    """Dimensions that already have a chunk table."""
+    rows = conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE %s",
+        (CHUNK_TABLE_PREFIX + "%",),
+    ).fetchall()
+    return sorted(int(r[0][len(CHUNK_TABLE_PREFIX):]) for r in rows if r[0][len(CHUNK_TABLE_PREFIX):].isdigit())
+
+
+def ensure_space(conn: psycopg.Connection, dim: int) -> str:
+    """Create the chunk table (and its indexes) of one embedding space if missing; refresh the view."""
+    table = chunk_table(dim)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('lotsman_schema'))")
+        names = {
+            "table": sql.Identifier(table),
+            "dim": sql.Literal(dim),
+            **{k: sql.Identifier(f"{table}_{k[3:]}") for k in
+               ("ix_session", "ix_path", "ix_hnsw", "ix_tsv", "ix_domain", "ix_subdomain")},
+        }
+        conn.execute(sql.SQL(_CHUNK_DDL).format(**names))
+        _refresh_view(conn)
+    return table
+
+
+def _refresh_view(conn: psycopg.Connection) -> None:
+    parts = [
+        sql.SQL(
+            "SELECT id, rag_session_id, generation, layer, path, title, content, metadata_json, span_start, "
+            "span_end, blob_sha, embedding::vector AS embedding, {dim} AS embedding_dim FROM {table}"
+        ).format(dim=sql.Literal(dim), table=sql.Identifier(chunk_table(dim)))
+        for dim in existing_spaces(conn)
+    ]
+    conn.execute("DROP VIEW IF EXISTS rag_chunks")
+    if parts:
+        conn.execute(sql.SQL("CREATE VIEW rag_chunks AS ") + sql.SQL(" UNION ALL ").join(parts))

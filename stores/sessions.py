@@ -1,0 +1,131 @@
+"""Rag sessions: the unit of isolation. Every read and write is scoped by `rag_session_id`."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+import psycopg
+from psycopg.rows import dict_row
+
+from stores.errors import EmbedderMismatchError, SessionNotFoundError
+from stores.schema import chunk_table, ensure_space
+
+
+@dataclass(frozen=True)
+class RagSession:
+    """A named index of one repository built with one embedder."""
+
+    rag_session_id: str
+    name: str
+    embedder: str
+    embedding_dim: int
+    active_generation: int
+    project_id: str = ""
+    root_path: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    @property
+    def table(self) -> str:
+        return chunk_table(self.embedding_dim)
+
+    def check_embedder(self, embedder_name: str, dim: int) -> None:
+        """Raise `EmbedderMismatchError` unless the session was built with this embedder."""
+        if embedder_name != self.embedder or dim != self.embedding_dim:
+            raise EmbedderMismatchError(
+                f"session '{self.name}' was indexed with embedder '{self.embedder}' (dim {self.embedding_dim}), "
+                f"not '{embedder_name}' (dim {dim}): use --embedder {self.embedder}, or re-index with "
+                f"`lotsman index PATH --session {self.name} --embedder {embedder_name} --rebuild`"
+            )
+
+
+_COLUMNS = ("rag_session_id, name, embedder, embedding_dim, active_generation, project_id, root_path, "
+            "created_at, updated_at")
+
+
+def _row(row: dict | None) -> RagSession | None:
+    return RagSession(**row) if row else None
+
+
+def get_session(conn: psycopg.Connection, name_or_id: str) -> RagSession:
+    """Find a session by name or id; `SessionNotFoundError` tells how to create one."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(
+            f"SELECT {_COLUMNS} FROM rag_sessions WHERE name = %s OR rag_session_id = %s "
+            "ORDER BY (name = %s) DESC LIMIT 1",
+            (name_or_id, name_or_id, name_or_id),
+        ).fetchone()
+    session = _row(row)
+    if session is None:
+        raise SessionNotFoundError(
+            f"no session '{name_or_id}': index a repository first with `lotsman index PATH --session {name_or_id}`"
+        )
+    return session
+
+
+def find_session(conn: psycopg.Connection, name_or_id: str) -> RagSession | None:
+    try:
+        return get_session(conn, name_or_id)
+    except SessionNotFoundError:
+        return None
+
+
+def create_session(
+    conn: psycopg.Connection, name: str, embedder: str, embedding_dim: int, *, project_id: str = "",
+    root_path: str | None = None,
+) -> RagSession:
+    """Create a session (and its embedding space's table when it is the first of that dimension)."""
+    if not name.strip():
+        raise ValueError("session name must not be empty")
+    ensure_space(conn, embedding_dim)
+    with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(
+            "INSERT INTO rag_sessions (rag_session_id, name, embedder, embedding_dim, project_id, root_path) "
+            f"VALUES (%s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+            (uuid.uuid4().hex, name, embedder, embedding_dim, project_id, root_path),
+        ).fetchone()
+    session = _row(row)
+    assert session is not None
+    return session
+
+
+def get_or_create_session(
+    conn: psycopg.Connection, name: str, embedder: str, embedding_dim: int, *, root_path: str | None = None
+) -> RagSession:
+    """The named session, created on first use; an existing one must match the embedder."""
+    session = find_session(conn, name)
+    if session is None:
+        return create_session(conn, name, embedder, embedding_dim, root_path=root_path)
+    session.check_embedder(embedder, embedding_dim)
+    return session
+
+
+def list_sessions(conn: psycopg.Connection) -> list[dict]:
+    """Sessions with their row counts (active generation only) and last job."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        sessions = cur.execute(f"SELECT {_COLUMNS} FROM rag_sessions ORDER BY name").fetchall()
+        out = []
+        for s in sessions:
+            table = chunk_table(s["embedding_dim"])
+            count = cur.execute(
+                f'SELECT count(*) AS n FROM "{table}" WHERE rag_session_id = %s AND generation = %s',
+                (s["rag_session_id"], s["active_generation"]),
+            ).fetchone()
+            job = cur.execute(
+                "SELECT kind, status, finished_at FROM rag_index_jobs WHERE rag_session_id = %s "
+                "ORDER BY started_at DESC LIMIT 1",
+                (s["rag_session_id"],),
+            ).fetchone()
+            out.append({**s, "rows": count["n"] if count else 0, "last_job": job})
+    return out
+
+
+def delete_session(conn: psycopg.Connection, name_or_id: str) -> RagSession:
+    """Delete a session, its rows and its jobs."""
+    session = get_session(conn, name_or_id)
+    with conn.transaction():
+        conn.execute(f'DELETE FROM "{session.table}" WHERE rag_session_id = %s', (session.rag_session_id,))
+        conn.execute("DELETE FROM rag_sessions WHERE rag_session_id = %s", (session.rag_session_id,))
+    return session
