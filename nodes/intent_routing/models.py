@@ -62,7 +62,7 @@ class RouteResult(BaseModel):
 
     @property
     def route_label(self) -> str:
-        """The route as eval datasets spell it: `GENERAL_QA`, `DOC_EXPLAIN/SUMMARY` or `DOC_EXPLAIN/FIND_FILES`."""
+        """The route as datasets spell it: `GENERAL_QA`, `DOC_EXPLAIN/SUMMARY`, `DOC_EXPLAIN/FIND_FILES`."""
         if self.intent == Intent.GENERAL_QA.value:
             return Intent.GENERAL_QA.value
         return f"{self.intent}/{self.subintent}"

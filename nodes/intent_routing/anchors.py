@@ -1,0 +1,95 @@
+"""Anchors and marker signals of a query (seed 002 §5 modules/anchors.py), kept apart from target terms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from nodes.intent_routing.aliases import AliasIndex
+from nodes.intent_routing.lexicon import (
+    ARCHITECTURE_MARKERS,
+    DOMAIN_MARKERS,
+    ENDPOINT_MARKERS,
+    FILE_MARKER_PATTERNS,
+    HTTP_METHODS,
+    LOGIC_MARKERS,
+)
+from nodes.intent_routing.models import RouteAnchors
+from nodes.intent_routing.target_terms import TargetTermsAnalysis, classify_token
+from nodes.intent_routing.tokens import clean_token, is_entity_name, words_of
+
+MAX_DOC_HINTS = 12
+
+
+@dataclass(frozen=True)
+class MarkerSignals:
+    """Marker words/phrases found per group; they steer the fallback and confidence, never retrieval."""
+
+    file_markers: tuple[str, ...] = ()
+    architecture_markers: tuple[str, ...] = ()
+    logic_markers: tuple[str, ...] = ()
+    domain_markers: tuple[str, ...] = ()
+    endpoint_markers: tuple[str, ...] = ()
+
+    def groups(self) -> tuple[str, ...]:
+        """Names of the groups that fired, e.g. `("file_markers", "domain_markers")`."""
+        return tuple(f.name for f in fields(self) if getattr(self, f.name))
+
+
+@dataclass(frozen=True)
+class AnchorAnalysis:
+    """Output of `extract_anchors`."""
+
+    anchors: RouteAnchors
+    markers: MarkerSignals
+
+
+def detect_markers(normalized_query: str) -> MarkerSignals:
+    """Find marker signals: file markers are phrases, the other groups are (stemmed) words."""
+    lowered = normalized_query.lower()
+    words = words_of(lowered)
+    methods = tuple(dict.fromkeys(t for t in map(clean_token, normalized_query.split()) if t in HTTP_METHODS))
+    return MarkerSignals(
+        file_markers=tuple(
+            dict.fromkeys(m.group(0) for p in FILE_MARKER_PATTERNS if (m := p.search(lowered)))
+        ),
+        architecture_markers=ARCHITECTURE_MARKERS.first_hits(words),
+        logic_markers=LOGIC_MARKERS.first_hits(words),
+        domain_markers=DOMAIN_MARKERS.first_hits(words),
+        endpoint_markers=(*ENDPOINT_MARKERS.first_hits(words), *methods),
+    )
+
+
+def extract_anchors(
+    normalized_query: str, terms: TargetTermsAnalysis, aliases: AliasIndex | None = None
+) -> AnchorAnalysis:
+    """Build `RouteAnchors` and marker signals.
+
+    Args:
+        normalized_query: Output of `normalize_query`.
+        terms: Output of `extract_target_terms` for the same query.
+        aliases: The session's alias index (for the endpoint map); `None` when unknown.
+
+    Returns:
+        Anchors (entities, files, endpoints, doc hints, aliases, process domain) and marker signals.
+    """
+    entity_names: list[str] = []
+    file_names: list[str] = []
+    for raw in normalized_query.split():
+        kind, token = classify_token(raw)
+        if kind == "file":
+            file_names.append(token)
+        elif is_entity_name(token):
+            entity_names.append(token)
+    endpoint_docs = [d for p in terms.endpoint_paths for d in (aliases.endpoint_docs(p) if aliases else [])]
+    hints = dict.fromkeys([*terms.alias_docs, *endpoint_docs, *file_names])
+    with_domain = next((m.entry for m in terms.alias_matches if m.entry.domain), None)
+    anchors = RouteAnchors(
+        entity_names=list(dict.fromkeys(entity_names)),
+        file_names=list(dict.fromkeys(file_names)),
+        endpoint_paths=list(terms.endpoint_paths),
+        target_doc_hints=list(hints)[:MAX_DOC_HINTS],
+        matched_aliases=list(terms.matched_aliases),
+        process_domain=with_domain.domain if with_domain else None,
+        process_subdomain=with_domain.subdomain if with_domain else None,
+    )
+    return AnchorAnalysis(anchors=anchors, markers=detect_markers(normalized_query))

@@ -1,0 +1,167 @@
+"""The LLM router (seed 002 §5 routers/llm.py): asks the chat model for a raw candidate route."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import re
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from typing import Any, Literal, TypeVar
+
+import httpx
+from gigachat.exceptions import GigaChatException
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+
+from nodes.intent_routing.prompts import RouterPrompts, load_prompts, render_messages, route_function
+
+DEFAULT_TIMEOUT_S = 8.0
+DEFAULT_LLM_ERRORS: tuple[type[BaseException], ...] = (GigaChatException, httpx.HTTPError, TimeoutError)
+"""GigaChat API errors, httpx transport/status errors (the SDK raises these bare), timeouts."""
+StructuredMethod = Literal["function_calling", "json_schema", "text"]
+_FENCE_RE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+T = TypeVar("T")
+
+
+class LLMRouterUnavailable(Exception):
+    """The model could not be asked. Carries only a safe description (error type and HTTP status)."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+class LLMRouter:
+    """Ask a LangChain chat model to pick a route, within a time limit.
+
+    It makes no routing decision of its own: it returns what the model said (`None` when nothing parseable
+    came back) and raises `LLMRouterUnavailable` when the model could not be reached in time.
+
+    Args:
+        llm: Any `BaseChatModel`; the app passes `langchain_gigachat.GigaChat(..., streaming=True)`.
+        timeout_s: Wall-clock limit for one call, enforced around the model call.
+        method: `function_calling` (GigaChat default), `json_schema`, or `text` (JSON in plain text).
+        prompts: The prompt contract; the packaged `prompts.yml` by default.
+        errors: Exception types that mean "LLM unavailable"; add your provider's when not on GigaChat.
+    """
+
+    def __init__(
+        self,
+        llm: BaseChatModel,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        method: StructuredMethod = "function_calling",
+        prompts: RouterPrompts | None = None,
+        errors: tuple[type[BaseException], ...] = DEFAULT_LLM_ERRORS,
+    ) -> None:
+        self.prompts = prompts or load_prompts()
+        self.timeout_s = timeout_s
+        self.errors = errors
+        self._caught: tuple[type[BaseException], ...] = (TimeoutError, *errors)  # our own limit, always
+        self._runnable = _structured(llm, route_function(self.prompts), method)
+
+    def choose(self, payload: dict[str, Any], config: RunnableConfig | None = None) -> dict[str, Any] | None:
+        """Return the model's raw candidate route, or `None` if its answer held no JSON object."""
+        messages = render_messages(payload, self.prompts)
+        try:
+            output = _call_in_thread(self._runnable.invoke, messages, config, self.timeout_s)
+        except self._caught as exc:
+            raise LLMRouterUnavailable(describe_error(exc, self.timeout_s)) from None
+        return parse_candidate(output)
+
+    async def achoose(
+        self, payload: dict[str, Any], config: RunnableConfig | None = None
+    ) -> dict[str, Any] | None:
+        """Async twin of `choose`."""
+        messages = render_messages(payload, self.prompts)
+        try:
+            output = await asyncio.wait_for(self._runnable.ainvoke(messages, config), timeout=self.timeout_s)
+        except self._caught as exc:
+            raise LLMRouterUnavailable(describe_error(exc, self.timeout_s)) from None
+        return parse_candidate(output)
+
+
+def describe_error(exc: BaseException, timeout_s: float) -> str:
+    """Error type and HTTP status only: SDK messages may carry response bodies, which we never log."""
+    if type(exc) is TimeoutError:
+        return f"timeout after {timeout_s:g}s"
+    status = getattr(exc, "status_code", None)
+    return f"{type(exc).__name__} {status}" if isinstance(status, int) else type(exc).__name__
+
+
+def parse_candidate(output: Any) -> dict[str, Any] | None:
+    """Pull a candidate dict out of structured output, a tool call, or JSON text; `None` if there is none."""
+    if isinstance(output, Mapping) and "raw" in output and "parsed" in output:
+        if isinstance(output.get("parsed"), Mapping):
+            return dict(output["parsed"])
+        output = output.get("raw")  # GigaChat may answer in text instead of calling the function
+    if isinstance(output, BaseMessage):
+        for call in getattr(output, "tool_calls", None) or []:
+            if isinstance(call.get("args"), Mapping) and call["args"]:
+                return dict(call["args"])
+        return parse_json_object(_message_text(output))
+    if isinstance(output, Mapping):
+        return dict(output)
+    return parse_json_object(output) if isinstance(output, str) else None
+
+
+def parse_json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object in `text` (code fences and surrounding prose tolerated), else `None`."""
+    text = _FENCE_RE.sub("", text.strip())
+    candidates = [text]
+    if "{" in text and "}" in text:
+        candidates.append(text[text.index("{") : text.rindex("}") + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def _structured(llm: BaseChatModel, function: dict[str, Any], method: StructuredMethod) -> Runnable[Any, Any]:
+    if method == "text":
+        return llm
+    schema = (
+        function if method == "function_calling" else {"title": function["name"], **function["parameters"]}
+    )
+    try:
+        return llm.with_structured_output(schema, method=method, include_raw=True)
+    except NotImplementedError:  # chat models without tool support still get JSON-in-text
+        return llm
+
+
+def _call_in_thread(
+    fn: Callable[..., T], messages: Any, config: RunnableConfig | None, timeout_s: float
+) -> T:
+    """Run `fn` in a daemon thread and wait at most `timeout_s`.
+
+    A daemon thread (not a pool) so a call stuck past the limit never blocks interpreter exit; the copied
+    context keeps LangChain callbacks and LangSmith tracing attached to the caller's run.
+    """
+    future: Future[T] = Future()
+    context = contextvars.copy_context()
+
+    def target() -> None:
+        try:
+            future.set_result(context.run(fn, messages, config))
+        except BaseException as exc:  # handed to the waiting caller, which decides what it means
+            future.set_exception(exc)
+
+    threading.Thread(target=target, name="intent-router-llm", daemon=True).start()
+    return future.result(timeout=timeout_s)
+
+
+def _message_text(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(
+        p if isinstance(p, str) else str(p.get("text", "")) for p in content if isinstance(p, (str, dict))
+    )
