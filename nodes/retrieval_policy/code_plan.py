@@ -1,0 +1,174 @@
+"""Our addition to seed 000: a separate code plan when the request is about implementation."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from nodes.intent_routing.models import RouteResult
+from nodes.retrieval_policy.policy import dedupe
+from stores.layers import Layer
+
+CODE_PLAN_LAYERS: tuple[Layer, ...] = (
+    Layer.C3_ENTRYPOINTS,
+    Layer.C1_SYMBOL_CATALOG,
+    Layer.C2_DEPENDENCY_GRAPH,
+    Layer.C0_SOURCE_CHUNKS,
+)
+CODE_PLAN_LIMIT = 8
+MAX_CODE_TERMS = 8
+# Bare words this short ("get", "app", "run") collide with ordinary words too often to mean code.
+MIN_BARE_IDENTIFIER_LENGTH = 4
+
+
+class CodePlan(BaseModel):
+    """What to retrieve from the code layers; lives beside the docs `RetrievalPlan`, never inside it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    layers: list[str] = Field(default_factory=lambda: [layer.value for layer in CODE_PLAN_LAYERS])
+    """Code layers in priority order: entrypoints, symbols, dependencies, source chunks."""
+    limit: int = CODE_PLAN_LIMIT
+    """How many code rows the code lane returns."""
+    terms: list[str]
+    """Lower-cased identifiers and file names to look up lexically."""
+    reason: str
+    """Which triggers fired, e.g. `symbols: apirouter; words: реализован`."""
+
+
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_INNER_CAPITAL = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2,}[a-z]")
+_SNAKE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|^_+[A-Za-z]")
+_PY_FILE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]*\w\.py)\b", re.IGNORECASE)
+_LATIN_NAME = re.compile(r"^[a-z_][a-z0-9_.]*$")
+
+# Russian noun endings, so a stem matches its inflections but not longer words ("кодировка").
+_HARD = r"(?:а|у|ом|е|ы|ов|ам|ами|ах)?"
+_VELAR = r"(?:а|у|ом|е|и|ов|ам|ами|ах)?"
+_IMPLEMENTATION_WORDS = re.compile(
+    rf"\b(?:код{_HARD}|исходник{_VELAR}|реализаци\w*|реализован\w*|реализу(?:ет|ется|ют|ются)"
+    rf"|функци(?:я|и|ю|ей|й|ям|ями|ях)|класс{_HARD}|метод{_HARD}|сигнатур\w*"
+    rf"|модул(?:ь|я|е|ем|и|ей|ям|ях)|констант\w*|конструктор{_HARD}"
+    r"|implementations?|implemented|source[\s-]code|source\s+files?|in\s+the\s+(?:code|source)|codebase"
+    r"|functions?|class(?:es)?|methods?|signatures?|modules?|constants?|constructors?)\b"
+)
+# Phrases with a trigger word that ask about documented behaviour, not about implementation.
+_NOT_IMPLEMENTATION = re.compile(
+    rf"\bкод{_HARD}\s+(?:ответ|состояни|статус|ошиб|возврат|http)\w*"
+    r"|\b(?:статус|http)[\s-]код\w*"
+    rf"|\b(?:пример\w*|фрагмент\w*)\s+код{_HARD}\b"
+    rf"|\bhttp[\s-]метод\w*|\bметод{_HARD}\s+(?:http|запрос)\w*"
+    r"|\bstatus\s+codes?\b|\bhttp\s+methods?\b"
+)
+
+
+def implementation_words(query: str) -> list[str]:
+    """Words that ask about implementation ("в коде", "реализован", "signature"), lower-cased."""
+    text = _NOT_IMPLEMENTATION.sub(" ", query.lower())
+    return dedupe(match.group(0) for match in _IMPLEMENTATION_WORDS.finditer(text))
+
+
+def python_file_names(query: str) -> list[str]:
+    """`.py` file names or paths mentioned in the query, lower-cased."""
+    return dedupe(match.group(1).lower() for match in _PY_FILE.finditer(query))
+
+
+def _looks_like_code(token: str, *, called: bool, sentence_start: bool) -> bool:
+    if called or "." in token or _SNAKE.search(token) or _INNER_CAPITAL.search(token):
+        return True
+    # "Depends" mid-sentence is a name; "Request bodies ..." at a sentence start is just a word.
+    return token[0].isupper() and not sentence_start
+
+
+def query_identifiers(query: str) -> list[str]:
+    """Raw tokens that look like code: snake_case, CamelCase, dotted.names, call() (kept with `()`)."""
+    found = []
+    for match in _TOKEN.finditer(query):
+        token = match.group(0)
+        called = query[match.end() : match.end() + 1] == "("
+        before = query[: match.start()].rstrip()
+        sentence_start = not before or before[-1] in ".!?:"
+        if _looks_like_code(token, called=called, sentence_start=sentence_start):
+            found.append(f"{token}()" if called else token)
+    return found
+
+
+def _clean_name(candidate: str) -> str:
+    return candidate.strip().strip("`'\"").removesuffix("()").lower()
+
+
+def _too_short(key: str) -> bool:
+    # Bare words like "get", "app", "run" are catalogued symbols and ordinary words alike.
+    return "." not in key and "_" not in key and len(key) < MIN_BARE_IDENTIFIER_LENGTH
+
+
+def _lookup_keys(candidate: str) -> list[str]:
+    """The whole name first, then its dotted parts from the last (`app.include_router`)."""
+    name = _clean_name(candidate)
+    parts = [part for part in name.split(".") if part]
+    keys = dedupe([name, *reversed(parts)])
+    called = candidate.strip().endswith("()")
+    return [key for key in keys if (called and key == name) or not _too_short(key)]
+
+
+def is_package_root(name: str, symbols: Collection[str]) -> bool:
+    """True for a top-level package name (`fastapi` when `fastapi.routing...` is catalogued).
+
+    Such a name shows up in nearly every question about the project, so alone it says nothing
+    about implementation.
+    """
+    prefix = f"{name}."
+    return any(symbol.startswith(prefix) for symbol in symbols)
+
+
+def symbol_hits(candidates: Iterable[str], symbols: Collection[str]) -> tuple[list[str], list[str]]:
+    """Catalogued names among the candidates, split into (telling identifiers, package roots)."""
+    found = dedupe(key for candidate in candidates for key in _lookup_keys(candidate) if key in symbols)
+    roots = [name for name in found if is_package_root(name, symbols)]
+    return [name for name in found if name not in roots], roots
+
+
+def identifier_candidates(route: RouteResult) -> list[str]:
+    """Code-looking query tokens, then the router's entity names and target terms."""
+    query = route.normalized_query or route.user_query
+    return [*query_identifiers(query), *route.anchors.entity_names, *route.target_terms]
+
+
+def _lexical_terms(candidates: Iterable[str], roots: list[str]) -> list[str]:
+    """Latin-script candidates worth a lexical look-up even when the catalogue lacks them."""
+    names = (_clean_name(candidate) for candidate in candidates)
+    return [name for name in names if _LATIN_NAME.match(name) and not _too_short(name) and name not in roots]
+
+
+def _reason(identifiers: list[str], files: list[str], words: list[str]) -> str:
+    parts = {"symbols": identifiers, "files": files, "words": words}
+    return "; ".join(f"{label}: {', '.join(values)}" for label, values in parts.items() if values)
+
+
+def resolve_code_plan(route: RouteResult, symbols: Collection[str]) -> CodePlan | None:
+    """Builds the code plan when the request is about implementation.
+
+    Args:
+        route: The router's result (the docs plan is resolved separately and never changes).
+        symbols: Lower-cased names of the session's symbol catalog, short and qualified.
+
+    Returns:
+        A `CodePlan` when a catalogued identifier, a `.py` name or an implementation word occurs in
+        the request; `None` otherwise. A top-level package name (`fastapi`) alone is not enough.
+    """
+    query = route.normalized_query or route.user_query
+    candidates = identifier_candidates(route)
+    identifiers, roots = symbol_hits(candidates, symbols)
+    # `FastAPI()` written as a call is the class, not the package name that every question mentions.
+    called = {_clean_name(c) for c in query_identifiers(query) if c.endswith("()")}
+    identifiers += [root for root in roots if root in called]
+    roots = [root for root in roots if root not in called]
+    files = python_file_names(query)
+    words = implementation_words(query)
+    if not (identifiers or files or words):
+        return None
+    # Package roots go last: as lexical terms they match nearly every file.
+    terms = dedupe([*identifiers, *files, *_lexical_terms(candidates, roots), *roots])
+    return CodePlan(terms=terms[:MAX_CODE_TERMS], reason=_reason(identifiers, files, words))
