@@ -1,0 +1,68 @@
+"""Blob cache: parsed records and their vectors keyed by (blob_sha, path, pipeline version, embedder).
+
+The path is part of the key because records carry path-derived metadata (domain, doc_type, module
+qnames): the same bytes under another path are a different document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+
+from stores.indexing.records import ChunkRecord
+from stores.layers import Layer
+
+from stores.indexing.code_pipeline import CODE_PIPELINE_VERSION
+from stores.indexing.docs_pipeline import DOCS_PIPELINE_VERSION
+
+PIPELINE_VERSION = f"{DOCS_PIPELINE_VERSION}+{CODE_PIPELINE_VERSION}+1"
+"""Bump when a pipeline's output changes: old cache entries then stop matching."""
+
+
+@dataclass(frozen=True)
+class CachedFile:
+    records: list[ChunkRecord]
+    vectors: np.ndarray | None
+    """One row per record with `embed=True`, in record order."""
+
+
+def cache_key(blob_sha: str, path: str, embedder: str) -> str:
+    raw = f"{blob_sha}\0{path}\0{PIPELINE_VERSION}\0{embedder}"
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def load_cached(conn: psycopg.Connection, keys: list[str], dim: int) -> dict[str, CachedFile]:
+    """Cached entries for the given keys (missing keys are simply absent)."""
+    if not keys:
+        return {}
+    rows = conn.execute(
+        "SELECT cache_key, records, vectors FROM rag_blob_cache WHERE cache_key = ANY(%s)", (keys,)
+    ).fetchall()
+    out: dict[str, CachedFile] = {}
+    for key, records_json, vectors in rows:
+        records = [ChunkRecord(**{**r, "layer": Layer(r["layer"])}) for r in records_json]
+        vec = np.frombuffer(vectors, dtype=np.float32).reshape(-1, dim) if vectors else None
+        out[key] = CachedFile(records=records, vectors=vec)
+    return out
+
+
+def store_cached(
+    conn: psycopg.Connection, entries: list[tuple[str, str, str, str, list[ChunkRecord], np.ndarray | None]]
+) -> None:
+    """Insert (key, blob_sha, path, embedder, records, vectors) entries; existing keys are kept."""
+    if not entries:
+        return
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO rag_blob_cache (cache_key, blob_sha, path, pipeline_version, embedder, records, vectors) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (cache_key) DO NOTHING",
+            [
+                (key, sha, path, PIPELINE_VERSION, embedder, Jsonb([asdict(r) for r in records]),
+                 None if vectors is None else np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+                for key, sha, path, embedder, records, vectors in entries
+            ],
+        )

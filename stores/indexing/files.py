@@ -1,0 +1,211 @@
+"""Collecting a repository's indexable files: walk, filter, read and vet each one (pure, no DB)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_MAX_BYTES = 1_000_000
+DEFAULT_INCLUDE_EXTS: tuple[str, ...] = (".md", ".markdown", ".py")
+
+IGNORED_DIR_NAMES = frozenset({"node_modules", "__pycache__", "__pypackages__", "site-packages", "venv"})
+"""Directories never descended into (besides hidden ones such as `.git`, `.venv`, `.langgraph_api`)."""
+
+_BINARY_SNIFF_BYTES = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A file that passed every check and is ready for a pipeline."""
+
+    path: str
+    """Path relative to the root, with forward slashes."""
+    abs_path: Path
+    """Absolute path on disk (the link itself for a symlink inside the root)."""
+    text: str
+    """Decoded UTF-8 text with newlines normalized to `\\n` (line numbers match editors)."""
+    blob_sha: str
+    """Git-style blob sha1 of the raw bytes: the cache key for unchanged files."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A candidate file that was not indexed, with a reason a user can act on."""
+
+    path: str
+    """Path relative to the root, with forward slashes."""
+    reason: str
+    """Human reason, e.g. "binary file" or "too large: 2000000 bytes > limit 1000000"."""
+
+
+@dataclass(frozen=True, slots=True)
+class CollectedFiles:
+    """The result of walking a root: indexable files and reported skips, both sorted by path."""
+
+    files: list[SourceFile] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+
+
+def git_blob_sha(data: bytes) -> str:
+    """Return the sha1 git would give `data` as a blob (`git hash-object`)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def normalize_newlines(text: str) -> str:
+    """Turn `\\r\\n` and lone `\\r` into `\\n`, so `split("\\n")` line numbers match `ast` and editors."""
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def collect_files(
+    root: Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    include_exts: tuple[str, ...] = DEFAULT_INCLUDE_EXTS,
+) -> CollectedFiles:
+    """Walk `root` and return its indexable files plus the candidates that had to be skipped.
+
+    Hidden directories, `node_modules`, `__pycache__` and files with other extensions are ignored
+    silently; candidates that fail a check (binary, invalid UTF-8, empty, too large, symlink leaving the
+    root, unreadable) are reported in `skipped`. Symlinked directories are not followed: their targets
+    inside the root are indexed under their real path, and ones leaving the root are reported.
+
+    Args:
+        root: Repository root.
+        max_bytes: Files larger than this are skipped.
+        include_exts: Lower-case extensions (with the dot) of candidate files.
+
+    Returns:
+        Files and skips, each sorted by relative path.
+
+    Raises:
+        FileNotFoundError: `root` does not exist.
+        NotADirectoryError: `root` is not a directory.
+    """
+    real_root = _checked_root(root)
+    exts = tuple(ext.lower() for ext in include_exts)
+    files: list[SourceFile] = []
+    skipped: list[SkippedFile] = []
+    for dirpath, dirnames, filenames in os.walk(real_root, followlinks=False):
+        current = Path(dirpath)
+        kept_dirs = []
+        for name in sorted(dirnames):
+            if _is_ignored_name(name):
+                continue
+            child = current / name
+            if child.is_symlink():
+                if not _inside(child.resolve(), real_root):
+                    skipped.append(SkippedFile(_rel(child, real_root), "symlink points outside the root"))
+                continue
+            kept_dirs.append(name)
+        dirnames[:] = kept_dirs
+        for name in sorted(filenames):
+            if name.startswith(".") or not name.lower().endswith(exts):
+                continue
+            result = _load(current / name, _rel(current / name, real_root), real_root, max_bytes)
+            if isinstance(result, SourceFile):
+                files.append(result)
+            else:
+                skipped.append(result)
+    files.sort(key=lambda item: item.path)
+    skipped.sort(key=lambda item: item.path)
+    return CollectedFiles(files=files, skipped=skipped)
+
+
+def read_source_file(
+    root: Path,
+    rel_path: str,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    *,
+    include_exts: tuple[str, ...] = DEFAULT_INCLUDE_EXTS,
+) -> SourceFile | SkippedFile:
+    """Read one changed file for incremental indexing, with the same checks as `collect_files`.
+
+    Args:
+        root: Repository root.
+        rel_path: Path relative to `root` (forward or back slashes).
+        max_bytes: Files larger than this are skipped.
+        include_exts: Lower-case extensions (with the dot) of indexable files.
+
+    Returns:
+        The file, or a `SkippedFile` saying why it can't be indexed (including paths that escape the
+        root, live in ignored directories or do not exist).
+
+    Raises:
+        FileNotFoundError: `root` does not exist.
+        NotADirectoryError: `root` is not a directory.
+    """
+    real_root = _checked_root(root)
+    raw = rel_path.replace("\\", "/")
+    normalized = posixpath.normpath(raw) if raw else ""
+    if not raw or raw.startswith("/") or normalized in ("", ".") or normalized.startswith(".."):
+        return SkippedFile(raw or rel_path, "path escapes the root")
+    parts = normalized.split("/")
+    if any(_is_ignored_name(part) for part in parts[:-1]) or parts[-1].startswith("."):
+        return SkippedFile(normalized, "in an ignored directory or hidden")
+    if not parts[-1].lower().endswith(tuple(ext.lower() for ext in include_exts)):
+        return SkippedFile(normalized, "unsupported file type")
+    candidate = real_root.joinpath(*parts)
+    if not candidate.exists() and not candidate.is_symlink():
+        return SkippedFile(normalized, "file not found")
+    return _load(candidate, normalized, real_root, max_bytes)
+
+
+def _checked_root(root: Path) -> Path:
+    path = Path(root)
+    if not path.exists():
+        raise FileNotFoundError(f"path not found: {path}")
+    if not path.is_dir():
+        raise NotADirectoryError(f"not a directory: {path}")
+    return path.resolve()
+
+
+def _is_ignored_name(name: str) -> bool:
+    return name.startswith(".") or name in IGNORED_DIR_NAMES
+
+
+def _rel(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def _load(path: Path, rel: str, real_root: Path, max_bytes: int) -> SourceFile | SkippedFile:
+    """Vet and read one file; every failure becomes a `SkippedFile` rather than an exception."""
+    # resolve() catches both a symlinked file and a path that walks through a symlinked directory.
+    try:
+        resolved = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return SkippedFile(rel, "broken symlink" if path.is_symlink() else "unreadable: cannot resolve path")
+    if not _inside(resolved, real_root):
+        return SkippedFile(rel, "symlink points outside the root")
+    if not resolved.is_file():
+        return SkippedFile(rel, "not a regular file")
+    try:
+        size = resolved.stat().st_size
+        if size > max_bytes:
+            return SkippedFile(rel, f"too large: {size} bytes > limit {max_bytes}")
+        data = resolved.read_bytes()
+    except OSError as error:
+        return SkippedFile(rel, f"unreadable: {error.strerror or error}")
+    # The file may have grown between stat() and read().
+    if len(data) > max_bytes:
+        return SkippedFile(rel, f"too large: {len(data)} bytes > limit {max_bytes}")
+    if not data:
+        return SkippedFile(rel, "empty file")
+    if b"\0" in data[:_BINARY_SNIFF_BYTES]:
+        return SkippedFile(rel, "binary file (NUL byte)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return SkippedFile(rel, f"invalid UTF-8 at byte {error.start}")
+    text = normalize_newlines(text.removeprefix("\ufeff"))
+    if not text.strip():
+        return SkippedFile(rel, "empty file (whitespace only)")
+    return SourceFile(path=rel, abs_path=path.absolute(), text=text, blob_sha=git_blob_sha(data))

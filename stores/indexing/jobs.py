@@ -1,0 +1,41 @@
+"""Index job rows (`rag_index_jobs`): one per snapshot or changes run, with counts, skips and errors."""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+
+def start_job(conn: psycopg.Connection, session_id: str, kind: str) -> str:
+    job_id = uuid.uuid4().hex
+    with conn.transaction():
+        conn.execute(
+            "INSERT INTO rag_index_jobs (job_id, rag_session_id, kind, status) VALUES (%s, %s, %s, 'running')",
+            (job_id, session_id, kind),
+        )
+    return job_id
+
+
+def finish_job(
+    conn: psycopg.Connection, job_id: str, *, counts: dict, skipped: list[dict], error: str | None = None
+) -> None:
+    with conn.transaction():
+        conn.execute(
+            "UPDATE rag_index_jobs SET status = %s, counts = %s, skipped = %s, error = %s, finished_at = now() "
+            "WHERE job_id = %s",
+            ("failed" if error else "done", Jsonb(counts), Jsonb(skipped), error, job_id),
+        )
+
+
+def get_job(conn: psycopg.Connection, job_id: str) -> dict | None:
+    row = conn.execute(
+        "SELECT job_id, rag_session_id, kind, status, counts, skipped, error, started_at, finished_at "
+        "FROM rag_index_jobs WHERE job_id = %s",
+        (job_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    keys = ("job_id", "rag_session_id", "kind", "status", "counts", "skipped", "error", "started_at", "finished_at")
+    return dict(zip(keys, row, strict=True))

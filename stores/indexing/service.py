@@ -1,0 +1,369 @@
+"""Indexing jobs: `index_snapshot`, `index_changes` and the CLI's `index_repository`.
+
+Embedding dominates the time, so files are parsed on the calling thread while a background thread embeds
+finished batches, and rows are streamed into PostgreSQL with COPY as soon as their vectors exist: parsing
+and writing hide behind the embedder. Unchanged files come from the blob cache and are neither parsed nor
+embedded again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from stores.database import Database
+from stores.embedders import LotsmanEmbeddings
+from stores.errors import IndexingError
+from stores.indexing import cache, jobs, writer
+from stores.indexing.code_pipeline import CodeParseError, index_python
+from stores.indexing.docs_pipeline import index_markdown
+from stores.indexing.files import SkippedFile, SourceFile, collect_files, read_source_file
+from stores.indexing.records import ChunkRecord
+from stores.schema import ensure_tables
+from stores.sessions import RagSession, get_or_create_session, get_session
+
+Progress = Callable[[str, int, int], None]
+"""progress(stage, done, total): stage is "parse", "embed" or "write"."""
+
+
+@dataclass
+class IndexReport:
+    """What one indexing job did (printed by `lotsman index`, stored on the job row)."""
+
+    session: str
+    job_id: str
+    kind: str
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_deleted: int = 0
+    cache_hits: int = 0
+    parsed: int = 0
+    embedded: int = 0
+    rows_written: int = 0
+    rows_per_layer: dict[str, int] = field(default_factory=dict)
+    skipped: list[SkippedFile] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def counts(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in ("skipped", "warnings", "session", "job_id")}
+
+
+@dataclass
+class _Prepared:
+    source: SourceFile
+    key: str
+    records: list[ChunkRecord]
+    vectors: np.ndarray | None = None
+    pending: list[tuple[Future, int, int]] = field(default_factory=list)
+    """(batch future, start in batch, count) for vectors still being computed."""
+    from_cache: bool = False
+
+    def resolve(self) -> np.ndarray | None:
+        if self.pending:
+            parts = [fut.result()[start : start + n] for fut, start, n in self.pending]
+            self.vectors = np.concatenate(parts).astype(np.float32)
+            self.pending = []
+        return self.vectors
+
+    def rows(self):
+        vectors = self.resolve()
+        i = 0
+        for record in self.records:
+            vec = None
+            if record.embed and vectors is not None:
+                vec = vectors[i]
+                i += 1
+            yield record, self.source.blob_sha, vec
+
+
+def parse_file(source: SourceFile) -> tuple[list[ChunkRecord], list[str]]:
+    """Run the pipeline that fits the file; raises `CodeParseError` for broken Python."""
+    if source.path.endswith(".py"):
+        result = index_python(source.path, source.text)
+    else:
+        result = index_markdown(source.path, source.text)
+    return list(result.records), list(result.warnings)
+
+
+class _Embedder:
+    """Batches texts and embeds them on one background thread (the models use both cores themselves)."""
+
+    def __init__(self, embedder: LotsmanEmbeddings, batch_size: int, progress: Progress | None) -> None:
+        self.embedder = embedder
+        self.batch_size = batch_size
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lotsman-embed")
+        self.buffer: list[tuple[_Prepared, str]] = []
+        self.total = 0
+        self.done = 0
+        self.seconds = 0.0
+        self.progress = progress
+
+    def add(self, item: _Prepared, texts: list[str]) -> None:
+        for text in texts:
+            self.buffer.append((item, text))
+        self.total += len(texts)
+        while len(self.buffer) >= self.batch_size:
+            self._flush(self.batch_size)
+
+    def _flush(self, n: int) -> None:
+        batch, self.buffer = self.buffer[:n], self.buffer[n:]
+        if not batch:
+            return
+        fut = self.pool.submit(self._run, [t for _, t in batch])
+        start = 0
+        while start < len(batch):
+            item = batch[start][0]
+            count = 1
+            while start + count < len(batch) and batch[start + count][0] is item:
+                count += 1
+            item.pending.append((fut, start, count))
+            start += count
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        t0 = time.perf_counter()
+        vectors = np.asarray(self.embedder.embed_documents(texts), dtype=np.float32)
+        self.seconds += time.perf_counter() - t0
+        self.done += len(texts)
+        if self.progress:
+            self.progress("embed", self.done, self.total)
+        return vectors
+
+    def close(self) -> None:
+        self._flush(len(self.buffer))
+        self.pool.shutdown(wait=False)
+
+
+def _prepare(
+    db: Database, files: list[SourceFile], embedder: LotsmanEmbeddings, report: IndexReport,
+    emb: _Embedder, progress: Progress | None,
+) -> list[_Prepared]:
+    keys = [cache.cache_key(f.blob_sha, f.path, embedder.name) for f in files]
+    with db.connection() as conn:
+        cached = cache.load_cached(conn, keys, embedder.dim)
+    prepared: list[_Prepared] = []
+    t0 = time.perf_counter()
+    for n, (source, key) in enumerate(zip(files, keys, strict=True), 1):
+        hit = cached.get(key)
+        if hit is not None:
+            report.cache_hits += 1
+            prepared.append(_Prepared(source, key, hit.records, hit.vectors, from_cache=True))
+            continue
+        try:
+            records, warnings = parse_file(source)
+        except CodeParseError as exc:
+            report.skipped.append(SkippedFile(source.path, str(exc)))
+            continue
+        except RecursionError:
+            report.skipped.append(SkippedFile(source.path, "too deeply nested to parse"))
+            continue
+        report.parsed += 1
+        report.warnings.extend(f"{source.path}: {w}" for w in warnings)
+        item = _Prepared(source, key, records)
+        texts = [r.embed_text or r.content for r in records if r.embed]
+        if texts:
+            emb.add(item, texts)
+        prepared.append(item)
+        if progress:
+            progress("parse", n, len(files))
+    emb.close()
+    report.timings["parse"] = time.perf_counter() - t0
+    return prepared
+
+
+def _write(db: Database, session: RagSession, generation: int, prepared: list[_Prepared], report: IndexReport,
+           emb: _Embedder, *, replace_paths: list[str] | None) -> None:
+    """Write rows: a whole new generation (snapshot) or, for changes, replace the given paths in place."""
+    layers: Counter[str] = Counter()
+    t0 = time.perf_counter()
+    new_cache = []
+
+    def rows():
+        for item in prepared:
+            for row in item.rows():
+                layers[row[0].layer.value] += 1
+                yield row
+            if not item.from_cache:
+                new_cache.append((item.key, item.source.blob_sha, item.source.path, emb.embedder.name,
+                                  item.records, item.vectors))
+
+    with db.connection() as conn:
+        if replace_paths is not None:
+            writer.delete_paths(conn, session.table, session.rag_session_id, generation, replace_paths)
+        report.rows_written = writer.copy_rows(conn, session.table, session.rag_session_id, generation, rows())
+        cache.store_cached(conn, new_cache)
+    report.embedded = emb.done
+    report.rows_per_layer = dict(sorted(layers.items()))
+    report.timings["embed"] = emb.seconds
+    report.timings["write"] = max(0.0, time.perf_counter() - t0 - emb.seconds)
+
+
+def _session_lock(db: Database, session: RagSession):
+    conn = db.pool.getconn()
+    got = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", ("lotsman_index:" + session.rag_session_id,)
+                       ).fetchone()
+    conn.commit()
+    if not got or not got[0]:
+        db.pool.putconn(conn)
+        raise IndexingError(f"another index job is running for session '{session.name}': wait for it to finish")
+    return conn
+
+
+def _release(db: Database, conn, session: RagSession) -> None:
+    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", ("lotsman_index:" + session.rag_session_id,))
+    conn.commit()
+    db.pool.putconn(conn)
+
+
+def _run_job(db: Database, session: RagSession, kind: str, body: Callable[[IndexReport], None]) -> IndexReport:
+    lock = _session_lock(db, session)
+    try:
+        with db.connection() as conn:
+            job_id = jobs.start_job(conn, session.rag_session_id, kind)
+        report = IndexReport(session=session.name, job_id=job_id, kind=kind)
+        t0 = time.perf_counter()
+        try:
+            body(report)
+        except BaseException as exc:
+            with db.connection() as conn:
+                jobs.finish_job(conn, job_id, counts=report.counts(), skipped=_skips(report),
+                                error=f"{type(exc).__name__}: {exc}"[:2000])
+            raise
+        report.timings["total"] = time.perf_counter() - t0
+        with db.connection() as conn:
+            jobs.finish_job(conn, job_id, counts=report.counts(), skipped=_skips(report))
+        return report
+    finally:
+        _release(db, lock, session)
+
+
+def _skips(report: IndexReport) -> list[dict]:
+    return [{"path": s.path, "reason": s.reason} for s in report.skipped]
+
+
+def index_snapshot(
+    db: Database, session: RagSession, root: Path, embedder: LotsmanEmbeddings, *, max_bytes: int = 1_000_000,
+    batch_size: int = 32, progress: Progress | None = None,
+) -> IndexReport:
+    """Build a complete new index of `root` and swap it in atomically (readers never see it half-built)."""
+    session.check_embedder(embedder.name, embedder.dim)
+    root = _check_root(root)
+
+    def body(report: IndexReport) -> None:
+        collected = collect_files(root, max_bytes=max_bytes)
+        report.files_seen = len(collected.files) + len(collected.skipped)
+        report.skipped.extend(collected.skipped)
+        current = get_session_fresh(db, session)
+        old, new = current.active_generation, current.active_generation + 1
+        with db.connection() as conn:
+            writer.discard_generation(conn, session.table, session.rag_session_id, new)  # a failed earlier run
+        emb = _Embedder(embedder, batch_size, progress)
+        prepared = _prepare(db, collected.files, embedder, report, emb, progress)
+        report.files_indexed = len(prepared)
+        try:
+            _write(db, session, new, prepared, report, emb, replace_paths=None)
+        except BaseException:
+            with db.connection() as conn:
+                writer.discard_generation(conn, session.table, session.rag_session_id, new)
+            raise
+        with db.connection() as conn:
+            writer.swap_generation(conn, session.table, session.rag_session_id, old, new)
+
+    return _run_job(db, session, "snapshot", body)
+
+
+def index_changes(
+    db: Database, session: RagSession, root: Path, upserts: list[str], deletes: list[str],
+    embedder: LotsmanEmbeddings, *, max_bytes: int = 1_000_000, batch_size: int = 32,
+    progress: Progress | None = None,
+) -> IndexReport:
+    """Apply a diff: re-index `upserts` (paths relative to `root`) and drop `deletes`, in one transaction."""
+    session.check_embedder(embedder.name, embedder.dim)
+    root = _check_root(root)
+
+    def body(report: IndexReport) -> None:
+        sources: list[SourceFile] = []
+        for path in upserts:
+            got = read_source_file(root, path, max_bytes=max_bytes)
+            if isinstance(got, SkippedFile):
+                report.skipped.append(got)
+            else:
+                sources.append(got)
+        report.files_seen = len(upserts) + len(deletes)
+        generation = get_session_fresh(db, session).active_generation
+        emb = _Embedder(embedder, batch_size, progress)
+        prepared = _prepare(db, sources, embedder, report, emb, progress)
+        report.files_indexed = len(prepared)
+        report.files_deleted = len(deletes)
+        # Skipped upserts lose their old rows too: the file is no longer indexable as it is now.
+        replace = [*upserts, *deletes]
+        _write(db, session, generation, prepared, report, emb, replace_paths=replace)
+
+    return _run_job(db, session, "changes", body)
+
+
+def get_session_fresh(db: Database, session: RagSession) -> RagSession:
+    with db.connection() as conn:
+        return get_session(conn, session.rag_session_id)
+
+
+def _check_root(root: Path) -> Path:
+    root = Path(root).expanduser()
+    if not root.exists():
+        raise IndexingError(f"path not found: {root}")
+    if not root.is_dir():
+        raise IndexingError(f"not a directory: {root} (index a repository folder)")
+    return root.resolve()
+
+
+def index_repository(
+    db: Database, root: Path, *, session_name: str, embedder: LotsmanEmbeddings, incremental: bool = True,
+    max_bytes: int = 1_000_000, batch_size: int = 32, progress: Progress | None = None,
+) -> IndexReport:
+    """Index `root` into the named session: incremental diff when it already has an index, else a snapshot.
+
+    Args:
+        db: the database.
+        root: repository folder.
+        session_name: created on first use with this embedder.
+        embedder: must match the session's recorded embedder.
+        incremental: False forces a full snapshot (still reusing the blob cache).
+    """
+    root = _check_root(root)
+    with db.connection() as conn:
+        ensure_tables(conn)
+        session = get_or_create_session(conn, session_name, embedder.name, embedder.dim, root_path=str(root))
+    if not incremental or session.active_generation == 0:
+        return index_snapshot(db, session, root, embedder, max_bytes=max_bytes, batch_size=batch_size,
+                              progress=progress)
+    collected = collect_files(root, max_bytes=max_bytes)
+    with db.connection() as conn:
+        indexed = writer.indexed_blobs(conn, session.table, session.rag_session_id, session.active_generation)
+    current = {f.path: f.blob_sha for f in collected.files}
+    upserts = [p for p, sha in current.items() if indexed.get(p) != sha]
+    deletes = [p for p in indexed if p not in current]
+    # Files that produce no rows are never "indexed": skip them when the cache already knows them.
+    upserts = _drop_known_empty(db, collected.files, upserts, embedder)
+    report = index_changes(db, session, root, upserts, deletes, embedder, max_bytes=max_bytes,
+                           batch_size=batch_size, progress=progress)
+    report.skipped = list(collected.skipped) + report.skipped
+    report.files_unchanged = len(current) - len(upserts)
+    report.files_seen = len(collected.files) + len(collected.skipped)
+    return report
+
+
+def _drop_known_empty(db: Database, files: list[SourceFile], upserts: list[str],
+                      embedder: LotsmanEmbeddings) -> list[str]:
+    by_path = {f.path: f for f in files}
+    keys = {cache.cache_key(by_path[p].blob_sha, p, embedder.name): p for p in upserts}
+    with db.connection() as conn:
+        cached = cache.load_cached(conn, list(keys), embedder.dim)
+    empty = {keys[k] for k, v in cached.items() if not v.records}
+    return [p for p in upserts if p not in empty]

@@ -1,0 +1,82 @@
+"""Writes layer rows into a session's chunk table: COPY in, atomic generation swap, per-path diffs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from stores.indexing.records import ChunkRecord
+
+COLUMNS = ("rag_session_id", "generation", "layer", "path", "title", "content", "metadata_json",
+           "span_start", "span_end", "blob_sha", "embedding")
+
+
+def _clean(text: str) -> str:
+    # PostgreSQL text cannot hold NUL; the files are already UTF-8-checked.
+    return text.replace("\x00", "")
+
+
+def copy_rows(
+    conn: psycopg.Connection, table: str, session_id: str, generation: int,
+    rows: Iterable[tuple[ChunkRecord, str, np.ndarray | None]],
+) -> int:
+    """COPY (record, blob_sha, vector) rows into `table`; returns how many were written."""
+    n = 0
+    stmt = sql.SQL("COPY {} ({}) FROM STDIN").format(
+        sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, COLUMNS))
+    )
+    with conn.cursor() as cur, cur.copy(stmt) as copy:
+        for record, blob_sha, vector in rows:
+            copy.write_row((
+                session_id, generation, record.layer.value, record.path, _clean(record.title)[:500],
+                _clean(record.content), Jsonb(record.metadata), record.span_start, record.span_end, blob_sha,
+                None if vector is None else "[" + ",".join(f"{x:.6g}" for x in vector.tolist()) + "]",
+            ))
+            n += 1
+    return n
+
+
+def discard_generation(conn: psycopg.Connection, table: str, session_id: str, generation: int) -> None:
+    """Remove rows of one generation (leftovers of a failed snapshot, or the old index after a swap)."""
+    conn.execute(
+        sql.SQL("DELETE FROM {} WHERE rag_session_id = %s AND generation = %s").format(sql.Identifier(table)),
+        (session_id, generation),
+    )
+
+
+def swap_generation(conn: psycopg.Connection, table: str, session_id: str, old: int, new: int) -> None:
+    """Make `new` the active generation and drop `old`, in one transaction: readers see one or the other."""
+    with conn.transaction():
+        conn.execute(
+            "UPDATE rag_sessions SET active_generation = %s, updated_at = now() WHERE rag_session_id = %s",
+            (new, session_id),
+        )
+        discard_generation(conn, table, session_id, old)
+
+
+def delete_paths(conn: psycopg.Connection, table: str, session_id: str, generation: int, paths: list[str]) -> int:
+    """Delete every row of the given paths in a generation; returns the row count."""
+    if not paths:
+        return 0
+    cur = conn.execute(
+        sql.SQL("DELETE FROM {} WHERE rag_session_id = %s AND generation = %s AND path = ANY(%s)").format(
+            sql.Identifier(table)
+        ),
+        (session_id, generation, paths),
+    )
+    return cur.rowcount
+
+
+def indexed_blobs(conn: psycopg.Connection, table: str, session_id: str, generation: int) -> dict[str, str]:
+    """path → blob_sha of what the active index holds (the base of an incremental diff)."""
+    rows = conn.execute(
+        sql.SQL("SELECT DISTINCT path, blob_sha FROM {} WHERE rag_session_id = %s AND generation = %s").format(
+            sql.Identifier(table)
+        ),
+        (session_id, generation),
+    ).fetchall()
+    return {path: sha for path, sha in rows}
