@@ -88,14 +88,22 @@ class E5Embeddings(LotsmanEmbeddings):
 
 
 class GigaChatBatchedEmbeddings(LotsmanEmbeddings):
-    """GigaChat embeddings; `embed_documents` of the SDK sends everything in one request, so batch it."""
+    """GigaChat embeddings; `embed_documents` of the SDK sends everything in one request, so batch it.
 
-    dim = 1024
+    The dimension depends on the model (`Embeddings`, `EmbeddingsGigaR`), so it is read from the API once.
+    """
 
     def __init__(self, client: Embeddings, model: str = "Embeddings", batch_size: int = 16) -> None:
         self._client = client
         self.name = f"gigachat:{model}"
         self._batch_size = batch_size
+        self._dim: int | None = None
+
+    @property  # type: ignore[override]
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = len(self._client.embed_query("dimension probe"))
+        return self._dim
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         out: list[list[float]] = []

@@ -1,0 +1,180 @@
+"""The retrieval adapter of seed 000 §11: executes a `RetrievalPlan` (and a code plan) lane by lane.
+
+exact-path seeding for `target_doc_hints` → path-substring fallback for hints (and file names) not
+found → semantic + lexical ranking SQL of seed 001 → the code lane → one merge: dedupe, weighted RRF,
+file diversity, relevance gate, token cap.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from nodes.context_retrieval.fusion import DEFAULT_LANE_WEIGHTS, diversify, fuse
+from nodes.context_retrieval.gate import GateDecision, apply_token_cap, key_terms, relevance_gate
+from nodes.evidence import EvidenceRow
+from nodes.retrieval_policy import CodePlan, RetrievalPlan
+from stores.repository import RagRepository
+from stores.sessions import RagSession
+from stores.statements import RetrieveFilters, normalize_path
+
+CANDIDATES = 60
+"""Rows each SQL lane contributes before fusion."""
+
+
+@dataclass
+class RetrievalResult:
+    """What `fetch_rows` returns: the capped evidence, the gate's verdict and per-lane diagnostics."""
+
+    rows: list[EvidenceRow]
+    relevant: bool
+    gate: GateDecision
+    lane_sizes: dict[str, int] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+def plan_filters(plan: RetrievalPlan) -> RetrieveFilters:
+    """Seed 000 §11 `_map_filters`: the plan's filters as repository arguments."""
+    f = plan.filters
+    return RetrieveFilters(
+        layers=tuple(plan.layers),
+        path_prefixes=tuple(f.get("path_prefixes") or ()),
+        exclude_path_prefixes=tuple(f.get("exclude_path_prefixes") or ()),
+        exclude_like_patterns=tuple(f.get("exclude_like_patterns") or ()),
+        prefer_path_prefixes=tuple(f.get("prefer_path_prefixes") or ()),
+        prefer_like_patterns=tuple(f.get("prefer_like_patterns") or ()),
+        prefer_non_tests=bool(f.get("prefer_non_tests", True)),
+        metadata_domain=f.get("metadata.domain"),
+        metadata_subdomain=f.get("metadata.subdomain"),
+    )
+
+
+def missing_hints(hints: Sequence[str], found_paths: set[str]) -> list[str]:
+    """Hints that the exact lane did not find (compared after normalisation)."""
+    return [h for h in hints if normalize_path(h) and normalize_path(h) not in found_paths]
+
+
+def substring_keys(hints: Sequence[str]) -> list[str]:
+    """What the substring lane looks for: the trailing path parts of each hint (`tutorial/cors.md`,
+    `cors.md`), longest first, so `docs/tutorial/cors.md` still finds `docs/ru/docs/tutorial/cors.md`."""
+    keys: dict[str, None] = {}
+    for hint in hints:
+        parts = [p for p in normalize_path(hint).split("/") if p]
+        for i in range(len(parts)):
+            tail = "/".join(parts[i:])
+            if len(tail) >= 3:
+                keys.setdefault(tail, None)
+    return list(keys)
+
+
+def by_distance(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return sorted((r for r in rows if r.get("distance") is not None), key=lambda r: r["distance"])
+
+
+def by_lexical(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return sorted((r for r in rows if (r.get("lexical_score") or 0) > 0), key=lambda r: -r["lexical_score"])
+
+
+class RetrievalAdapter:
+    """Executes plans against one repository with one embedder (the session's)."""
+
+    def __init__(self, repository: RagRepository, embedder: Embeddings, *,
+                 lane_weights: Mapping[str, float] | None = None, candidates: int = CANDIDATES) -> None:
+        self.repository = repository
+        self.embedder = embedder
+        self.lane_weights = dict(lane_weights or DEFAULT_LANE_WEIGHTS)
+        self.candidates = candidates
+
+    def fetch_rows(
+        self, session: RagSession, plan: RetrievalPlan, code_plan: CodePlan | None, query: str, *,
+        file_names: Sequence[str] = (), terms: Sequence[str] = (), top_k: int = 12, token_cap: int = 4096,
+        lanes_enabled: Sequence[str] | None = None,
+    ) -> RetrievalResult:
+        """Run every lane of the plan and merge them.
+
+        Args:
+            session: the session (its embedder must be `self.embedder`).
+            plan: the docs plan of seed 000.
+            code_plan: our code plan, or None.
+            query: the standalone request text.
+            file_names: the route's file-name anchors (also looked up by path substring).
+            terms: the route's target terms (key terms for the relevance gate).
+            top_k: rows kept after fusion (at least the plan's limit).
+            token_cap: token budget of the returned rows.
+            lanes_enabled: restrict to these lanes (baselines: ["semantic"] or ["lexical"]).
+        """
+        timings: dict[str, float] = {}
+        lanes: dict[str, list[Mapping[str, Any]]] = {}
+        enabled = set(lanes_enabled) if lanes_enabled is not None else None
+
+        def on(lane: str) -> bool:
+            return enabled is None or lane in enabled
+
+        t = time.perf_counter()
+        hints = list(plan.filters.get("target_doc_hints") or [])
+        if on("exact") and hints:
+            lanes["exact"] = self.repository.retrieve_exact_files(session, hints, limit=self.candidates)
+        found = {r["path"] for r in lanes.get("exact", [])}
+        wanted = missing_hints(hints, found) + [f for f in file_names if normalize_path(f) not in found]
+        if on("substring") and wanted:
+            lanes["substring"] = self._substring_lane(session, wanted)
+        timings["paths"] = _ms(t)
+
+        t = time.perf_counter()
+        embedding = self.embedder.embed_query(query) if (on("semantic") or on("code")) else None
+        timings["embed"] = _ms(t)
+        t = time.perf_counter()
+        ranked = self.repository.retrieve(session, query_embedding=embedding if on("semantic") else None,
+                                          query_text=query if (on("lexical") or on("ranked")) else "",
+                                          filters=plan_filters(plan), limit=self.candidates,
+                                          candidates=self.candidates)
+        if on("ranked"):
+            lanes["ranked"] = ranked
+        if on("semantic"):
+            lanes["semantic"] = by_distance(ranked)
+        if on("lexical"):
+            lanes["lexical"] = by_lexical(ranked)
+        timings["ranked"] = _ms(t)
+
+        if code_plan is not None and on("code"):
+            t = time.perf_counter()
+            lanes["code"] = self.repository.retrieve_lexical_code(
+                session, " ".join([query, *code_plan.terms]), layers=code_plan.layers, names=code_plan.terms,
+                limit=code_plan.limit * 3)
+            code_sem = self.repository.retrieve(session, query_embedding=embedding, query_text="",
+                                                filters=RetrieveFilters(layers=tuple(code_plan.layers)),
+                                                limit=code_plan.limit * 3, candidates=self.candidates)
+            lanes["code_semantic"] = by_distance(code_sem)
+            timings["code"] = _ms(t)
+
+        t = time.perf_counter()
+        fused = diversify(fuse(lanes, self.lane_weights))
+        gate_terms = key_terms(query, terms)
+        decision = relevance_gate(fused, gate_terms)
+        rows = apply_token_cap(fused[: max(top_k, plan.limit)], token_cap)
+        timings["merge"] = _ms(t)
+        return RetrievalResult(rows=rows, relevant=decision.passed, gate=decision,
+                               lane_sizes={k: len(v) for k, v in lanes.items()}, timings_ms=timings)
+
+    def _substring_lane(self, session: RagSession, wanted: Sequence[str]) -> list[Mapping[str, Any]]:
+        rows: list[Mapping[str, Any]] = []
+        seen: set[str] = set()
+        for key in substring_keys(wanted):
+            if posixpath.basename(key) == key and "." not in key:
+                continue  # a bare directory-ish word would match half the tree
+            for row in self.repository.retrieve_chunks_by_path_substrings(session, [key], limit=20):
+                if row["id"] not in seen:
+                    seen.add(row["id"])
+                    rows.append(row)
+            if rows:
+                break  # the longest matching tail is the most specific
+        return rows
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 2)

@@ -1,0 +1,121 @@
+"""Relevance gate and token cap (pure; seed 004 "Safety Guards").
+
+The top-1 similarity alone cannot tell an unanswerable question from an answerable one (their ranges
+overlap on real corpora), so the gate also asks whether the request's key terms are covered by the
+evidence: an answerable question's distinctive words (identifiers, topic nouns) occur in what was found.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from nodes.evidence import EvidenceRow
+
+SIMILARITY_PASS = 0.80
+"""Best cosine similarity that passes on its own (a near-paraphrase)."""
+COVERAGE_PASS = 0.5
+"""Share of key terms that must occur in the top evidence."""
+GATE_TOP_N = 6
+CHARS_PER_TOKEN = 3.0
+"""Conservative for Cyrillic text and code (real tokenizers give 3–4 chars per token)."""
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+# Words that say nothing about the topic (question words, fillers, generic verbs), Russian and English.
+STOPWORDS = frozenset("""
+как какой какая какие каким каких какое что чем чего где когда зачем почему кто куда откуда сколько ли
+это этот эта эти этого этой тот там тут так также такое такой можно нужно надо ли или и в во на по с со
+к ко о об от до из за для при про без над под через между мне меня мой моя мои нам нас наш ваш вы ты
+он она оно они его её их сам себя свой есть быть был была были будет будут является делать сделать
+работает работают работать использовать используется использовать сделать скажи расскажи объясни опиши
+покажи найди дай подскажи пожалуйста вообще всё все всего ещё уже только очень более менее чтобы если
+то же бы не нет да а но документации документация документе документ файл файле файлы описано описан
+how what which where when why who whom whose does do did is are was were be been being the a an of to in
+on for with by from at as about into over this that these those there here it its can could should would
+use used using work works explain describe show find tell me please file files doc docs documentation
+described documented page pages and or not no yes any some all my your our their
+""".split())
+
+
+def key_terms(text: str, extra: Iterable[str] = ()) -> list[str]:
+    """Distinctive words of a request (≥ 3 letters, not stopwords), plus given terms, deduped."""
+    out: dict[str, None] = {}
+    for term in extra:
+        for w in _WORD.findall(term.lower()):
+            if len(w) >= 3 and w not in STOPWORDS:
+                out.setdefault(w, None)
+    for w in _WORD.findall(text.lower()):
+        if len(w) >= 3 and w not in STOPWORDS and not w.isdigit():
+            out.setdefault(w, None)
+    return list(out)[:12]
+
+
+def _stem(word: str) -> str:
+    # Same folding as the eval's key-fact rule: the first 5 letters absorb Russian inflection.
+    return word[:5]
+
+
+def term_coverage(terms: Sequence[str], rows: Sequence[EvidenceRow]) -> float:
+    """Share of `terms` whose stem occurs among the words of the rows' path, title and content."""
+    if not terms:
+        return 1.0
+    vocab: set[str] = set()
+    for r in rows:
+        for w in _WORD.findall(f"{r.path} {r.title} {r.content}".lower()):
+            vocab.add(_stem(w))
+            for part in w.split("_"):
+                vocab.add(_stem(part))
+    hits = sum(1 for t in terms if _stem(t) in vocab)
+    return hits / len(terms)
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """Whether retrieval found something relevant, and why."""
+
+    passed: bool
+    reason: str
+    coverage: float
+    best_similarity: float
+
+
+def relevance_gate(rows: Sequence[EvidenceRow], terms: Sequence[str], *, similarity_pass: float = SIMILARITY_PASS,
+                   coverage_pass: float = COVERAGE_PASS) -> GateDecision:
+    """Decide whether the fused rows answer anything: an explicit "nothing relevant" beats noise."""
+    if not rows:
+        return GateDecision(False, "no rows", 0.0, 0.0)
+    distances = [r.scores["distance"] for r in rows if "distance" in r.scores]
+    best = 1.0 - min(distances) if distances else 0.0
+    top = list(rows[:GATE_TOP_N])
+    coverage = term_coverage(terms, top)
+    if any("exact" in r.lanes for r in rows):
+        return GateDecision(True, "exact file hint", coverage, best)
+    if coverage >= coverage_pass:
+        return GateDecision(True, f"key terms covered ({coverage:.2f})", coverage, best)
+    if best >= similarity_pass:
+        return GateDecision(True, f"high similarity ({best:.2f})", coverage, best)
+    return GateDecision(False, f"key terms not covered ({coverage:.2f}) and similarity {best:.2f}", coverage, best)
+
+
+def estimate_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def apply_token_cap(rows: Sequence[EvidenceRow], cap: int) -> list[EvidenceRow]:
+    """Keep rows in fused order while their content fits `cap` tokens; the first row is always kept
+    (cut to fit)."""
+    kept: list[EvidenceRow] = []
+    used = 0
+    for row in rows:
+        cost = estimate_tokens(row.content) + estimate_tokens(row.path) + 8
+        if used + cost > cap:
+            if not kept:
+                room = max(0, int((cap - 8) * CHARS_PER_TOKEN) - len(row.path))
+                kept.append(row.model_copy(update={"content": row.content[:room]}))
+            continue
+        kept.append(row)
+        used += cost
+    return kept

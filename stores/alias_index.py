@@ -1,0 +1,90 @@
+"""The router's `AliasIndex` built from a session's own index (catalog ids/titles/tags, entities,
+endpoints, file basenames) — never from hard-coded lists."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from nodes.intent_routing.aliases import AliasEntry, InMemoryAliasIndex
+from stores.layers import Layer
+
+MAX_DOCS_PER_ALIAS = 3
+"""An alias naming more documents than this is too generic to pin retrieval to files: it still counts as
+a matched alias, but points at no documents."""
+
+_ENDPOINT = re.compile(r"\b(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS|WEBSOCKET)\s+(/[^\s`'\"),]*)", re.I)
+
+
+def _as_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Iterable):
+        return [str(v) for v in value if v]
+    return []
+
+
+def alias_entries(rows: Iterable[Mapping[str, Any]]) -> tuple[list[AliasEntry], dict[str, list[str]]]:
+    """Alias entries and the endpoint map from catalog-like rows (`path`, `layer`, `title`, `metadata`).
+
+    Pure, so the mapping is unit-tested without a database.
+    """
+    docs_of: dict[str, dict[str, None]] = defaultdict(dict)
+    domain_of: dict[str, tuple[str | None, str | None]] = {}
+    endpoints: dict[str, dict[str, None]] = defaultdict(dict)
+
+    def add(term: str, path: str, meta: Mapping[str, Any]) -> None:
+        term = " ".join(str(term).lower().split())
+        if len(term) < 3 or len(term) > 80:
+            return
+        docs_of[term][path] = None
+        # Only a domain the author declared (frontmatter) may narrow retrieval; a domain guessed from the
+        # path ("tutorial") would hard-filter away every other part of the tree.
+        if meta.get("has_frontmatter"):
+            domain_of.setdefault(term, (meta.get("domain") or None, meta.get("subdomain") or None))
+
+    for row in rows:
+        path, layer, meta = row["path"], row["layer"], row.get("metadata") or {}
+        if layer == Layer.D1_DOCUMENT_CATALOG:
+            for term in [meta.get("id"), row.get("title"), *_as_list(meta.get("tags")),
+                         *_as_list(meta.get("entities"))]:
+                if term:
+                    add(term, path, meta)
+            for ep in _as_list(meta.get("endpoints")):
+                for _method, ep_path in _ENDPOINT.findall(ep) or [("", ep)]:
+                    if ep_path.startswith("/"):
+                        endpoints[ep_path][path] = None
+            stem = posixpath.splitext(posixpath.basename(path))[0]
+            if stem.lower() not in ("index", "readme"):
+                add(stem.replace("-", " ").replace("_", " "), path, meta)
+        elif layer == Layer.D3_ENTITY_CATALOG:
+            add(meta.get("name") or row.get("title") or "", path, meta)
+        elif layer in (Layer.C3_ENTRYPOINTS, Layer.D2_FACT_INDEX):
+            text = " ".join(str(meta.get(k, "")) for k in ("route_or_command", "object", "route")) + " " + (
+                row.get("title") or "")
+            for _method, ep_path in _ENDPOINT.findall(text):
+                endpoints[ep_path][path] = None
+            route = meta.get("route_or_command")
+            if layer == Layer.C3_ENTRYPOINTS and isinstance(route, str) and route.startswith("/"):
+                endpoints[route][path] = None
+    entries = []
+    for term, docs in docs_of.items():
+        domain, subdomain = domain_of.get(term, (None, None))
+        paths = list(docs)
+        entries.append(AliasEntry(term=term, docs=tuple(paths) if len(paths) <= MAX_DOCS_PER_ALIAS else (),
+                                  domain=domain if len(paths) <= MAX_DOCS_PER_ALIAS else None,
+                                  subdomain=subdomain if len(paths) <= MAX_DOCS_PER_ALIAS else None))
+    return entries, {k: list(v)[:MAX_DOCS_PER_ALIAS] for k, v in endpoints.items()}
+
+
+ALIAS_LAYERS = (Layer.D1_DOCUMENT_CATALOG.value, Layer.D3_ENTITY_CATALOG.value, Layer.C3_ENTRYPOINTS.value,
+                Layer.D2_FACT_INDEX.value)
+
+
+def load_alias_index(repository, session) -> InMemoryAliasIndex:
+    """Build the session's alias index from Postgres (the caller caches it per session generation)."""
+    entries, endpoints = alias_entries(repository.catalog_rows(session, ALIAS_LAYERS))
+    return InMemoryAliasIndex(entries, endpoints)

@@ -1,0 +1,105 @@
+"""`RagRepository`: the retrieval contract of seed 001 over one session's chunk table (reads only)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg.rows import dict_row
+
+from stores.database import Database
+from stores.layers import Layer
+from stores.sessions import RagSession
+from stores.statements import RetrievalStatementBuilder, RetrieveFilters
+
+HNSW_EF_SEARCH = 100
+
+
+class RagRepository:
+    """Session-scoped reads: ranked retrieval, exact files, path substrings, lexical code, catalogs."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def _fetch(self, stmt, params: dict[str, Any], *, vector: bool = False) -> list[dict[str, Any]]:
+        with self.db.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            if vector:
+                # Filtered HNSW scans keep going until enough rows pass the filters (pgvector >= 0.8).
+                cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                cur.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
+            cur.execute(stmt, params)
+            rows = cur.fetchall()
+        for row in rows:
+            row["metadata"] = row.get("metadata") or {}
+        return rows
+
+    def retrieve(
+        self, session: RagSession, *, query_embedding: Sequence[float] | None, query_text: str,
+        filters: RetrieveFilters | None = None, limit: int = 8, candidates: int = 80,
+    ) -> list[dict[str, Any]]:
+        """Seed 001 `retrieve`: rows with `prefer_bonus`, `test_penalty`, `layer_rank`, `lexical_rank`,
+        `structural_rank`, `distance` (and `lexical_score`), in the seed's order."""
+        stmt, params = RetrievalStatementBuilder(session.table).build_retrieve(
+            session.rag_session_id, query_embedding, query_text, filters or RetrieveFilters(),
+            limit=limit, candidates=candidates,
+        )
+        if not params:
+            return []
+        return self._fetch(stmt, params, vector=query_embedding is not None)
+
+    def retrieve_exact_files(self, session: RagSession, paths: Sequence[str], *, layers: Sequence[str] = (),
+                             limit: int = 50) -> list[dict[str, Any]]:
+        """Rows of exactly these paths (normalised; empty paths dropped; no SQL when none remain)."""
+        built = RetrievalStatementBuilder(session.table).build_exact_files(
+            session.rag_session_id, paths, layers, limit)
+        return self._fetch(*built) if built else []
+
+    def retrieve_chunks_by_path_substrings(self, session: RagSession, substrings: Sequence[str], *,
+                                           layers: Sequence[str] = (), limit: int = 50) -> list[dict[str, Any]]:
+        """Rows whose path contains a substring (`%`, `_`, `\\` literal); no SQL without substrings."""
+        built = RetrievalStatementBuilder(session.table).build_path_substrings(
+            session.rag_session_id, substrings, layers, limit)
+        return self._fetch(*built) if built else []
+
+    def retrieve_lexical_code(self, session: RagSession, query_text: str, *, limit: int = 20,
+                              layers: Sequence[str] = (Layer.C0_SOURCE_CHUNKS.value,),
+                              names: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """Lexical code rows (seed 001: C0 by default); no SQL when the query has no terms."""
+        built = RetrievalStatementBuilder(session.table).build_lexical_code(
+            session.rag_session_id, query_text, limit, layers, names)
+        return self._fetch(*built) if built else []
+
+    def symbol_names(self, session: RagSession) -> set[str]:
+        """Lower-cased short and qualified names of the session's C1 symbols (for the code plan)."""
+        rows = self._fetch(
+            f'SELECT DISTINCT lower(metadata_json->>\'name\') AS name, lower(metadata_json->>\'qname\') AS qname '
+            f'FROM "{session.table}" WHERE rag_session_id = %(sid)s AND layer = %(layer)s AND generation = '
+            "(SELECT active_generation FROM rag_sessions WHERE rag_session_id = %(sid)s)",
+            {"sid": session.rag_session_id, "layer": Layer.C1_SYMBOL_CATALOG.value},
+        )
+        names: set[str] = set()
+        for r in rows:
+            names.update(x for x in (r["name"], r["qname"]) if x)
+        return names
+
+    def catalog_rows(self, session: RagSession, layers: Sequence[str]) -> list[dict[str, Any]]:
+        """Titles and metadata of catalog-like rows (the alias index is built from them)."""
+        return self._fetch(
+            f'SELECT path, layer, title, metadata_json AS metadata FROM "{session.table}" '
+            "WHERE rag_session_id = %(sid)s AND layer = ANY(%(layers)s) AND generation = "
+            "(SELECT active_generation FROM rag_sessions WHERE rag_session_id = %(sid)s)",
+            {"sid": session.rag_session_id, "layers": list(layers)},
+        )
+
+    def indexed_paths(self, session: RagSession) -> list[str]:
+        rows = self._fetch(
+            f'SELECT DISTINCT path FROM "{session.table}" WHERE rag_session_id = %(sid)s AND generation = '
+            "(SELECT active_generation FROM rag_sessions WHERE rag_session_id = %(sid)s) ORDER BY path",
+            {"sid": session.rag_session_id},
+        )
+        return [r["path"] for r in rows]
+
+    # Async twins: psycopg's sync driver releases the GIL on I/O; a thread keeps the event loop free.
+    async def aretrieve(self, session: RagSession, **kwargs: Any) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(lambda: self.retrieve(session, **kwargs))

@@ -1,0 +1,244 @@
+"""`RetrievalStatementBuilder`: the SQL of seed 001 (filters, ranking fields), parameterized throughout.
+
+Every statement is scoped by `rag_session_id` and by the session's active generation, read *inside* the
+same statement so a concurrent snapshot swap is seen entirely or not at all. User text only ever reaches
+SQL as bound parameters; LIKE patterns built from user paths are escaped (`%`, `_`, `\\` match literally).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from psycopg import sql
+
+from stores.layers import Layer
+
+TEST_PATH_PATTERNS = ("tests/%", "%/tests/%", "test/%", "%/test/%", "%/test\\_%", "test\\_%", "%\\_test.py",
+                      "%conftest.py")
+"""Paths that count as tests for `prefer_non_tests` (already LIKE-escaped)."""
+
+DEFAULT_LAYER_ORDER = [layer.value for layer in Layer]
+
+_WORD = re.compile(r"[\w]+", re.UNICODE)
+MAX_QUERY_TERMS = 24
+MAX_QUERY_CHARS = 4000
+
+
+def escape_like(value: str) -> str:
+    """Escape LIKE wildcards so user text matches literally (default escape character `\\`)."""
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def normalize_path(path: str) -> str:
+    """Normalise a user-supplied path: forward slashes, no `./` or leading `/`, trimmed."""
+    p = path.strip().replace("\\", "/")
+    while p.startswith("./"):
+        p = p[2:]
+    return p.lstrip("/")
+
+
+def query_terms(text: str, *, min_len: int = 3) -> list[str]:
+    """Words of a query for lexical search (order kept, deduped, capped)."""
+    seen: dict[str, None] = {}
+    for match in _WORD.finditer(text[:MAX_QUERY_CHARS].lower()):
+        word = match.group(0).strip("_")
+        if len(word) >= min_len and not word.isdigit():
+            seen.setdefault(word, None)
+        if len(seen) >= MAX_QUERY_TERMS:
+            break
+    return list(seen)
+
+
+def websearch_or(terms: Sequence[str]) -> str:
+    """A `websearch_to_tsquery` input that ORs the terms (safe for any text)."""
+    return " or ".join(terms)
+
+
+@dataclass(frozen=True)
+class RetrieveFilters:
+    """Filters of seed 001 `RagRepository.retrieve(...)`."""
+
+    layers: Sequence[str] = ()
+    path_prefixes: Sequence[str] = ()
+    exclude_path_prefixes: Sequence[str] = ()
+    exclude_like_patterns: Sequence[str] = ()
+    prefer_path_prefixes: Sequence[str] = ()
+    prefer_like_patterns: Sequence[str] = ()
+    prefer_non_tests: bool = False
+    metadata_domain: str | None = None
+    metadata_subdomain: str | None = None
+
+
+@dataclass
+class _Where:
+    clauses: list[sql.Composable] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, clause: str, **params: Any) -> None:
+        self.clauses.append(sql.SQL(clause))
+        self.params.update(params)
+
+    def sql(self) -> sql.Composable:
+        return sql.SQL(" AND ").join(self.clauses) if self.clauses else sql.SQL("TRUE")
+
+
+def _like_prefixes(prefixes: Sequence[str]) -> list[str]:
+    return [escape_like(normalize_path(p)) + "%" for p in prefixes if normalize_path(p)]
+
+
+def _user_like_patterns(patterns: Sequence[str]) -> list[str]:
+    """LIKE patterns from the policy, which escapes user text itself (seed 000 `%term%`): passed through
+    lower-cased; blank or wildcard-only patterns (which would match every path) are dropped."""
+    out = []
+    for p in patterns:
+        pat = p.strip().lower()
+        if pat.replace("%", ""):
+            out.append(pat)
+    return out
+
+
+class RetrievalStatementBuilder:
+    """Builds the parameterized statements of `RagRepository` for one chunk table."""
+
+    def __init__(self, table: str) -> None:
+        self.table = sql.Identifier(table)
+
+    def scope(self, where: _Where, session_id: str, alias: str = "c") -> None:
+        where.add(
+            f"{alias}.rag_session_id = %(sid)s AND {alias}.generation = "
+            "(SELECT active_generation FROM rag_sessions WHERE rag_session_id = %(sid)s)",
+            sid=session_id,
+        )
+
+    def filters(self, where: _Where, f: RetrieveFilters, alias: str = "c") -> None:
+        """Hard filters (narrowing): layers, path prefixes, excludes, metadata domain/subdomain."""
+        if f.layers:
+            where.add(f"{alias}.layer = ANY(%(layers)s)", layers=list(f.layers))
+        if prefixes := _like_prefixes(f.path_prefixes):
+            where.add(f"{alias}.path LIKE ANY(%(path_prefixes)s)", path_prefixes=prefixes)
+        if excl := _like_prefixes(f.exclude_path_prefixes):
+            where.add(f"NOT ({alias}.path LIKE ANY(%(exclude_prefixes)s))", exclude_prefixes=excl)
+        if excl_like := _user_like_patterns(f.exclude_like_patterns):
+            where.add(f"NOT (lower({alias}.path) LIKE ANY(%(exclude_like)s))", exclude_like=excl_like)
+        if f.metadata_domain:
+            where.add(f"lower({alias}.metadata_json->>'domain') = %(domain)s", domain=f.metadata_domain.lower())
+        if f.metadata_subdomain:
+            where.add(f"lower({alias}.metadata_json->>'subdomain') = %(subdomain)s",
+                      subdomain=f.metadata_subdomain.lower())
+
+    def build_retrieve(
+        self, session_id: str, query_embedding: Sequence[float] | None, query_text: str, f: RetrieveFilters,
+        *, limit: int, candidates: int = 80,
+    ) -> tuple[sql.Composable, dict[str, Any]]:
+        """Seed 001 `build_retrieve`: vector candidates (HNSW) ∪ lexical candidates (GIN), then ranking.
+
+        Returns rows ordered by `prefer_bonus DESC, test_penalty, layer_rank, lexical_rank,
+        structural_rank, distance`, each with those fields plus `lexical_score`.
+        """
+        where = _Where()
+        self.scope(where, session_id)
+        self.filters(where, f)
+        terms = query_terms(query_text)
+        params: dict[str, Any] = {**where.params, "limit": limit, "cand": candidates,
+                                  "tsq": websearch_or(terms)}
+        layer_order = list(f.layers) or DEFAULT_LAYER_ORDER
+        params["layer_order"] = layer_order
+        params["prefer_prefixes"] = _like_prefixes(f.prefer_path_prefixes) or None
+        params["prefer_like"] = _user_like_patterns(f.prefer_like_patterns) or None
+        params["test_patterns"] = list(TEST_PATH_PATTERNS) if f.prefer_non_tests else None
+        parts: list[sql.Composable] = []
+        if query_embedding is not None:
+            params["qvec"] = _vector_literal(query_embedding)
+            parts.append(sql.SQL(
+                "(SELECT c.id FROM {t} c WHERE {w} AND c.embedding IS NOT NULL "
+                "ORDER BY c.embedding <=> %(qvec)s::vector LIMIT %(cand)s)"
+            ).format(t=self.table, w=where.sql()))
+        if terms:
+            parts.append(sql.SQL(
+                "(SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ websearch_to_tsquery('russian', %(tsq)s) "
+                "ORDER BY ts_rank_cd(c.tsv, websearch_to_tsquery('russian', %(tsq)s), 1) DESC LIMIT %(cand)s)"
+            ).format(t=self.table, w=where.sql()))
+        if not parts:
+            return sql.SQL("SELECT NULL WHERE FALSE"), {}
+        distance = (sql.SQL("(c.embedding <=> %(qvec)s::vector)") if query_embedding is not None
+                    else sql.SQL("NULL::float8"))
+        stmt = sql.SQL("""
+WITH cand AS ({cand})
+SELECT c.id::text AS id, c.path, c.layer, c.title, c.content, c.metadata_json AS metadata,
+       c.span_start, c.span_end,
+       {distance} AS distance,
+       ts_rank_cd(c.tsv, websearch_to_tsquery('russian', %(tsq)s), 1) AS lexical_score,
+       (CASE WHEN %(prefer_prefixes)s::text[] IS NOT NULL AND c.path LIKE ANY(%(prefer_prefixes)s::text[])
+             THEN 1 ELSE 0 END
+        + CASE WHEN %(prefer_like)s::text[] IS NOT NULL AND lower(c.path) LIKE ANY(%(prefer_like)s::text[])
+             THEN 1 ELSE 0 END) AS prefer_bonus,
+       CASE WHEN %(test_patterns)s::text[] IS NOT NULL AND c.path LIKE ANY(%(test_patterns)s::text[])
+            THEN 1 ELSE 0 END AS test_penalty,
+       coalesce(array_position(%(layer_order)s::text[], c.layer), 99) AS layer_rank,
+       CASE WHEN c.tsv @@ websearch_to_tsquery('russian', %(tsq)s) THEN 0 ELSE 1 END AS lexical_rank,
+       CASE WHEN c.layer IN ('D1_DOCUMENT_CATALOG', 'C1_SYMBOL_CATALOG', 'C3_ENTRYPOINTS') THEN 0
+            WHEN jsonb_array_length(coalesce(c.metadata_json->'section_path', '[]'::jsonb)) <= 1 THEN 1
+            ELSE 2 END AS structural_rank
+FROM {t} c JOIN (SELECT DISTINCT id FROM cand) k ON k.id = c.id
+ORDER BY prefer_bonus DESC, test_penalty ASC, layer_rank ASC, lexical_rank ASC, structural_rank ASC,
+         distance ASC NULLS LAST, lexical_score DESC
+LIMIT %(limit)s""").format(
+            cand=sql.SQL(" UNION ALL ").join(parts), distance=distance, t=self.table
+        )
+        return stmt, params
+
+    def build_exact_files(self, session_id: str, paths: Sequence[str], layers: Sequence[str], limit: int
+                          ) -> tuple[sql.Composable, dict[str, Any]] | None:
+        """Seed 001 `retrieve_exact_files`: rows of the given paths, no vector ranking. None → no SQL."""
+        clean = list(dict.fromkeys(p for p in (normalize_path(x) for x in paths) if p))
+        if not clean:
+            return None
+        where = _Where()
+        self.scope(where, session_id)
+        where.add("c.path = ANY(%(paths)s)", paths=clean)
+        if layers:
+            where.add("c.layer = ANY(%(layers)s)", layers=list(layers))
+        return self._plain(where, "array_position(%(paths)s::text[], c.path), c.span_start", limit)
+
+    def build_path_substrings(self, session_id: str, substrings: Sequence[str], layers: Sequence[str], limit: int
+                              ) -> tuple[sql.Composable, dict[str, Any]] | None:
+        """Rows whose path contains any of the substrings (literal match); None → no SQL."""
+        pats = ["%" + escape_like(normalize_path(s).lower()) + "%" for s in substrings if normalize_path(s)]
+        if not pats:
+            return None
+        where = _Where()
+        self.scope(where, session_id)
+        where.add("lower(c.path) LIKE ANY(%(subs)s)", subs=pats)
+        if layers:
+            where.add("c.layer = ANY(%(layers)s)", layers=list(layers))
+        return self._plain(where, "length(c.path), c.path, c.span_start", limit)
+
+    def build_lexical_code(self, session_id: str, query_text: str, limit: int, layers: Sequence[str] = (
+            Layer.C0_SOURCE_CHUNKS.value,), names: Sequence[str] = ()) -> tuple[sql.Composable, dict] | None:
+        """Seed 001 `build_lexical_code`: code rows by terms (and exact symbol names). None → no SQL."""
+        terms = query_terms(query_text)
+        names = [n.lower() for n in names if n]
+        if not terms and not names:
+            return None
+        where = _Where()
+        self.scope(where, session_id)
+        where.add("c.layer = ANY(%(layers)s)", layers=list(layers))
+        where.add("(c.tsv @@ websearch_to_tsquery('russian', %(tsq)s) "
+                  "OR lower(c.metadata_json->>'name') = ANY(%(names)s))", tsq=websearch_or(terms), names=names)
+        order = ("(lower(c.metadata_json->>'name') = ANY(%(names)s)) DESC, "
+                 "ts_rank_cd(c.tsv, websearch_to_tsquery('russian', %(tsq)s), 1) DESC")
+        return self._plain(where, order, limit)
+
+    def _plain(self, where: _Where, order: str, limit: int) -> tuple[sql.Composable, dict[str, Any]]:
+        stmt = sql.SQL(
+            "SELECT c.id::text AS id, c.path, c.layer, c.title, c.content, c.metadata_json AS metadata, "
+            "c.span_start, c.span_end FROM {t} c WHERE {w} ORDER BY " + order + " LIMIT %(limit)s"
+        ).format(t=self.table, w=where.sql())
+        return stmt, {**where.params, "limit": limit}
+
+
+def _vector_literal(vector: Sequence[float]) -> str:
+    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"

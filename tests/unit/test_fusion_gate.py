@@ -1,0 +1,88 @@
+"""Fusion, relevance gate and token cap (seed 004 §2–3): pure, table-driven."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodes.context_retrieval.fusion import distinct_files, diversify, fuse
+from nodes.context_retrieval.gate import apply_token_cap, key_terms, relevance_gate, term_coverage
+from nodes.evidence import EvidenceRow
+
+
+def row(rid: str, path: str, content: str = "text", **extra) -> dict:
+    return {"id": rid, "path": path, "layer": "D0_DOC_CHUNKS", "content": content, "span_start": 1,
+            "span_end": 5, **extra}
+
+
+def ev(path: str, content: str, distance: float | None = None, lanes: dict | None = None) -> EvidenceRow:
+    scores = {"distance": distance} if distance is not None else {}
+    return EvidenceRow(id=path + content[:5], path=path, layer="D0_DOC_CHUNKS", content=content,
+                       scores=scores, lanes=lanes or {"semantic": 1})
+
+
+def test_fuse_dedupes_and_records_every_lane_rank() -> None:
+    fused = fuse({"semantic": [row("a", "x.md"), row("b", "y.md")], "lexical": [row("b", "y.md")]})
+    assert [r.id for r in fused] == ["b", "a"]
+    assert fused[0].lanes == {"semantic": 2, "lexical": 1}
+    assert fused[1].lanes == {"semantic": 1}
+
+
+def test_fuse_weights_lanes() -> None:
+    fused = fuse({"semantic": [row("a", "a.md")], "exact": [row("b", "b.md")]})
+    assert fused[0].id == "b"  # exact outweighs semantic at the same rank
+
+
+def test_fuse_keeps_raw_scores_as_provenance() -> None:
+    fused = fuse({"ranked": [row("a", "a.md", distance=0.25, lexical_score=0.5, prefer_bonus=1)]})
+    assert fused[0].scores == {"distance": 0.25, "lexical_score": 0.5, "prefer_bonus": 1.0}
+
+
+def test_empty_lanes_give_nothing() -> None:
+    assert fuse({}) == [] and fuse({"semantic": []}) == []
+
+
+def test_diversify_lifts_a_second_file_over_a_third_chunk_of_the_first() -> None:
+    rows = fuse({"semantic": [row("1", "a.md"), row("2", "a.md"), row("3", "a.md"), row("4", "b.md")]})
+    assert distinct_files(diversify(rows))[:2] == ["a.md", "b.md"]
+    assert [r.path for r in diversify(rows)][:2] == ["a.md", "b.md"]
+
+
+@pytest.mark.parametrize(
+    ("query", "extra", "expected"),
+    [
+        ("Как настроить CORS в FastAPI?", [], ["настроить", "cors", "fastapi"]),
+        ("What is the default openapi_url?", [], ["default", "openapi_url"]),
+        ("где описано?", [], []),
+        ("Explain it", ["/items/{id}"], ["items"]),
+    ],
+)
+def test_key_terms_drop_question_words(query: str, extra: list[str], expected: list[str]) -> None:
+    assert key_terms(query, extra) == expected
+
+
+def test_coverage_folds_russian_inflection_by_stem() -> None:
+    rows = [ev("docs/a.md", "Настройка зависимостей с yield")]
+    assert term_coverage(["зависимости", "yield"], rows) == 1.0
+    assert term_coverage(["kafka", "consumer"], rows) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("rows", "terms", "passed"),
+    [
+        ([], ["cors"], False),
+        ([ev("a.md", "CORSMiddleware allow_origins", 0.5)], ["corsmiddleware"], True),
+        ([ev("a.md", "about databases", 0.5)], ["kafka", "consumer"], False),
+        ([ev("a.md", "about databases", 0.1)], ["kafka", "consumer"], True),  # near-paraphrase
+        ([ev("a.md", "anything", 0.9, lanes={"exact": 1})], ["zzz"], True),
+    ],
+)
+def test_relevance_gate(rows: list[EvidenceRow], terms: list[str], passed: bool) -> None:
+    assert relevance_gate(rows, terms).passed is passed
+
+
+def test_token_cap_keeps_rank_order_and_always_one_row() -> None:
+    rows = [ev("a.md", "x" * 3000), ev("b.md", "y" * 3000), ev("c.md", "z" * 30)]
+    kept = apply_token_cap(rows, cap=1100)
+    assert [r.path for r in kept] == ["a.md", "c.md"]
+    single = apply_token_cap([ev("big.md", "w" * 100000)], cap=100)
+    assert len(single) == 1 and len(single[0].content) < 400

@@ -1,0 +1,67 @@
+"""SQL statement builder (seed 001 validation rules): escaping, normalisation, no SQL without input."""
+
+from __future__ import annotations
+
+import pytest
+
+from stores.statements import (
+    RetrievalStatementBuilder,
+    RetrieveFilters,
+    _user_like_patterns,
+    escape_like,
+    normalize_path,
+    query_terms,
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "escaped"),
+    [("100%", "100\\%"), ("a_b", "a\\_b"), ("c:\\x", "c:\\\\x"), ("plain/path.md", "plain/path.md")],
+)
+def test_escape_like_makes_wildcards_literal(raw: str, escaped: str) -> None:
+    assert escape_like(raw) == escaped
+
+
+@pytest.mark.parametrize(
+    ("raw", "norm"),
+    [("./docs/a.md", "docs/a.md"), ("/docs/a.md", "docs/a.md"), ("docs\\api\\x.md", "docs/api/x.md"),
+     ("   ", ""), ("././a", "a")],
+)
+def test_normalize_path(raw: str, norm: str) -> None:
+    assert normalize_path(raw) == norm
+
+
+def test_policy_like_patterns_pass_through_and_drop_match_all() -> None:
+    # the policy escapes user text already (`%add\\_api\\_route%`); escaping again would break it
+    assert _user_like_patterns(["%README.md%", "%add\\_api\\_route%", "  ", "%%"]) == [
+        "%readme.md%", "%add\\_api\\_route%"]
+
+
+def test_exact_files_drop_empty_paths_and_skip_sql_when_none_left() -> None:
+    b = RetrievalStatementBuilder("rag_chunks_d64")
+    assert b.build_exact_files("s", ["", "  ", "./"], [], 10) is None
+    stmt, params = b.build_exact_files("s", ["./docs/a.md", "docs/a.md", ""], [], 10)
+    assert params["paths"] == ["docs/a.md"]
+
+
+def test_lexical_code_without_terms_builds_no_sql() -> None:
+    assert RetrievalStatementBuilder("t").build_lexical_code("s", "?? !! a", 10) is None
+
+
+def test_retrieve_without_embedding_or_terms_builds_no_sql() -> None:
+    stmt, params = RetrievalStatementBuilder("t").build_retrieve("s", None, "", RetrieveFilters(), limit=5)
+    assert params == {}
+
+
+def test_user_text_only_reaches_sql_as_parameters() -> None:
+    evil = "'; DROP TABLE rag_sessions; --"
+    stmt, params = RetrievalStatementBuilder("t").build_retrieve(
+        evil, [0.1, 0.2], evil, RetrieveFilters(path_prefixes=[evil], metadata_domain=evil), limit=5)
+    rendered = stmt.as_string(None) if hasattr(stmt, "as_string") else str(stmt)
+    assert "DROP TABLE" not in rendered
+    assert params["sid"] == evil and params["domain"] == evil.lower()
+
+
+def test_query_terms_are_capped_and_deduped() -> None:
+    terms = query_terms(" ".join(f"word{i} word{i}" for i in range(100)))
+    assert len(terms) == 24 and len(set(terms)) == 24
