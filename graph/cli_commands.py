@@ -1,3 +1,247 @@
 """Commands that need the indexing and QA stacks (registered into `graph.cli`)."""
 
 from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from graph.cli import _EXTRA_COMMANDS
+from graph.settings import Settings
+from stores.errors import InvalidQuestionError, LotsmanError
+
+
+def _index(args: argparse.Namespace, settings: Settings) -> int:
+    from graph.deps import GraphDeps
+    from graph.progress import ProgressBar
+    from stores.embedders import make_embedder
+    from stores.errors import IndexingError
+    from stores.indexing.service import index_repository
+
+    root = Path(args.path)
+    if not root.exists():
+        raise IndexingError(f"path not found: {root}")
+    deps = GraphDeps(settings=settings)
+    db = deps.database()
+    embedder_name = args.embedder or _session_embedder(db, args.session) or settings.embedder
+    embedder = make_embedder(embedder_name, settings)
+    if args.rebuild:
+        from stores.sessions import delete_session, find_session
+
+        with db.connection() as conn:
+            if find_session(conn, args.session):
+                delete_session(conn, args.session)
+    report = index_repository(db, root, session_name=args.session, embedder=embedder,
+                              incremental=not args.full, max_bytes=settings.max_file_bytes,
+                              batch_size=settings.embed_batch_size, progress=ProgressBar())
+    if args.json:
+        from graph.index_graph import report_dict
+
+        print(json.dumps(report_dict(report), ensure_ascii=False, indent=2, default=str))
+        return 0
+    t = report.timings
+    print(f"session '{report.session}' ({report.kind}, embedder {embedder.name}): "
+          f"{report.files_seen} files seen, {report.files_indexed} indexed, {report.files_unchanged} unchanged, "
+          f"{report.files_deleted} deleted, {len(report.skipped)} skipped")
+    print(f"parsed {report.parsed}, from cache {report.cache_hits}, embedded {report.embedded} rows, "
+          f"wrote {report.rows_written} rows in {t.get('total', 0):.1f}s "
+          f"(parse {t.get('parse', 0):.1f}s, embed {t.get('embed', 0):.1f}s, write {t.get('write', 0):.1f}s)")
+    if report.rows_per_layer:
+        print(f"{'layer':<22} {'rows':>7}")
+        for layer, n in report.rows_per_layer.items():
+            print(f"{layer:<22} {n:>7}")
+    for s in report.skipped:
+        print(f"skipped {s.path}: {s.reason}")
+    if args.verbose:
+        for w in report.warnings:
+            print(f"warning {w}")
+    elif report.warnings:
+        print(f"{len(report.warnings)} warnings (-v to list)")
+    return 0
+
+
+def _session_embedder(db: Any, name: str) -> str | None:
+    from stores.sessions import find_session
+
+    with db.connection() as conn:
+        session = find_session(conn, name)
+    return session.embedder if session else None
+
+
+def _check_question(question: str) -> str:
+    if not question or not question.strip():
+        raise InvalidQuestionError("the question is empty: ask something, e.g. lotsman ask \"Как устроен индекс?\"")
+    return question
+
+
+async def _ask_once(settings: Settings, question: str, session: str, *, thread_id: str | None = None,
+                    checkpointer: Any = None, deps: Any = None) -> dict[str, Any]:
+    from langchain_core.messages import HumanMessage
+
+    from graph.builder import build_graph
+    from graph.context import Context
+    from graph.deps import GraphDeps
+
+    deps = deps or GraphDeps.from_settings(settings)
+    graph = build_graph(deps, checkpointer=checkpointer)
+    config = {"configurable": {"thread_id": thread_id or uuid.uuid4().hex}}
+    return await graph.ainvoke({"messages": [HumanMessage(question)]}, config=config,
+                               context=Context(rag_session_id=session, token_cap=settings.token_cap))
+
+
+def _ask(args: argparse.Namespace, settings: Settings) -> int:
+    question = _check_question(args.question)
+    out = asyncio.run(_ask_once(settings, question, args.session))
+    _print_answer(out, as_json=args.json)
+    return 0
+
+
+def _print_answer(out: dict[str, Any], *, as_json: bool) -> None:
+    route = out.get("route") or {}
+    if as_json:
+        payload = {
+            "answer": out.get("answer", ""),
+            "citations": out.get("citations", []),
+            "route": {k: route.get(k) for k in ("routing_domain", "intent", "subintent", "confidence",
+                                                "routing_mode", "target_terms", "anchors")},
+            "abstained": out.get("abstained", False),
+            "timings_ms": out.get("timings_ms", {}),
+        }
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    print(out.get("answer", ""))
+    timings = out.get("timings_ms") or {}
+    print(f"\n[{route.get('intent')}/{route.get('subintent')} via {route.get('routing_mode')}; "
+          f"{sum(timings.values()):.0f} ms]", file=sys.stderr)
+
+
+def _chat(args: argparse.Namespace, settings: Settings) -> int:
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    from graph.deps import GraphDeps
+
+    thread_id = args.thread or uuid.uuid4().hex
+    deps = GraphDeps.from_settings(settings)
+    url = deps.database().url
+
+    async def loop() -> None:
+        async with AsyncPostgresSaver.from_conn_string(url) as saver:
+            await saver.setup()
+            print(f"thread {thread_id} (resume with --thread {thread_id}); empty line or Ctrl-D to quit",
+                  file=sys.stderr)
+            while True:
+                try:
+                    question = input("you> ").strip()
+                except EOFError:
+                    break
+                if not question:
+                    break
+                out = await _ask_once(settings, question, args.session, thread_id=thread_id,
+                                      checkpointer=saver, deps=deps)
+                print(out.get("answer", ""))
+
+    asyncio.run(loop())
+    return 0
+
+
+def _retrieve(args: argparse.Namespace, settings: Settings) -> int:
+    from graph.deps import GraphDeps
+    from nodes.retrieval_policy import resolve_code_plan, resolve_plan
+
+    question = _check_question(args.question)
+    deps = GraphDeps(settings=settings)  # retrieval debugging is offline: the deterministic router
+    bundle = deps.bundle(args.session)
+    route = bundle.router.route(question)
+    plan, code_plan = resolve_plan(route), resolve_code_plan(route, bundle.symbols)
+    result = bundle.adapter.fetch_rows(bundle.session, plan, code_plan, question,
+                                       file_names=route.anchors.file_names, terms=route.target_terms,
+                                       top_k=args.k, token_cap=settings.token_cap)
+    if args.json:
+        print(json.dumps({
+            "route": route.model_dump(), "plan": plan.model_dump(),
+            "code_plan": code_plan.model_dump() if code_plan else None,
+            "relevant": result.relevant, "gate": result.gate.reason, "lane_sizes": result.lane_sizes,
+            "timings_ms": result.timings_ms,
+            "rows": [{**r.provenance(), "title": r.title, "scores": r.scores} for r in result.rows],
+        }, ensure_ascii=False, indent=2))
+        return 0
+    print(f"route {route.intent}/{route.subintent} ({route.routing_mode}); plan {plan.profile} "
+          f"{plan.layers}; code plan: {code_plan.reason if code_plan else '-'}")
+    print(f"gate: {'relevant' if result.relevant else 'NOTHING RELEVANT'} ({result.gate.reason}); "
+          f"lanes {result.lane_sizes}")
+    print(f"{'#':>2} {'fused':>7}  {'layer':<20} {'lanes':<34} citation")
+    for i, r in enumerate(result.rows, 1):
+        lanes = ",".join(f"{k}#{v}" for k, v in sorted(r.lanes.items(), key=lambda kv: kv[1]))
+        print(f"{i:>2} {r.fused_score:7.4f}  {r.layer:<20} {lanes:<34} {r.citation}")
+    return 0
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    exe = shutil.which("langgraph") or str(Path(sys.executable).parent / "langgraph")
+    if not Path(exe).exists():
+        raise LotsmanError("langgraph CLI not found: pip install 'langgraph-cli[inmem]'")
+    env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true"}
+    cmd = [exe, "dev", "--no-browser", "--host", args.host, "--port", str(args.port)]
+    root = Path(__file__).resolve().parent.parent
+    return subprocess.call(cmd, cwd=root, env=env)
+
+
+def _eval(args: argparse.Namespace, settings: Settings) -> int:
+    from evals.runner import run_cli
+
+    return run_cli(args, settings)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("index", help="index a repository folder (incremental by default)")
+    p.add_argument("path")
+    p.add_argument("--session", default="default")
+    p.add_argument("--embedder", help="use (default), e5, gigachat; a new session records it")
+    p.add_argument("--full", action="store_true", help="build a full snapshot (still uses the cache)")
+    p.add_argument("--rebuild", action="store_true", help="delete the session first (e.g. to change embedder)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_index)
+
+    p = sub.add_parser("ask", help="answer one question with citations")
+    p.add_argument("question")
+    p.add_argument("--session", default="default")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_ask)
+
+    p = sub.add_parser("chat", help="multi-turn conversation (kept per thread in Postgres)")
+    p.add_argument("--session", default="default")
+    p.add_argument("--thread", help="resume a thread id")
+    p.set_defaults(handler=_chat)
+
+    p = sub.add_parser("retrieve", help="routing + policy + retrieval only: the fused rows with provenance")
+    p.add_argument("question")
+    p.add_argument("--session", default="default")
+    p.add_argument("-k", type=int, default=12)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_retrieve)
+
+    p = sub.add_parser("eval", help="run an eval dataset through the graph and print metrics")
+    p.add_argument("dataset")
+    p.add_argument("--corpus", required=True, help="corpus root the dataset's gold paths are relative to")
+    p.add_argument("--out", help="write the JSON report here")
+    p.add_argument("--retriever", choices=["full", "vector", "bm25"], default="full")
+    p.add_argument("--embedder", help="embedder for the eval session (default: settings)")
+    p.add_argument("--session", help="session name (default: derived from corpus and embedder)")
+    p.add_argument("--limit", type=int, help="only the first N cases")
+    p.add_argument("--langsmith", action="store_true", help="also upload and run evaluate() on LangSmith")
+    p.set_defaults(handler=_eval)
+
+    p = sub.add_parser("serve", help="run the LangGraph dev server with both graphs")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=2024)
+    p.set_defaults(handler=_serve)
+
+
+_EXTRA_COMMANDS.append(register)

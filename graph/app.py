@@ -1,0 +1,14 @@
+"""The deployed graphs for `langgraph.json` (the server brings its own checkpointer and store).
+
+Dependencies are wired lazily: importing this module touches neither the database nor a model.
+"""
+
+from __future__ import annotations
+
+from graph.builder import build_graph
+from graph.deps import GraphDeps
+from graph.index_graph import build_index_graph
+
+deps = GraphDeps.from_settings()
+graph = build_graph(deps)
+index_graph = build_index_graph(deps)

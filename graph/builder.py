@@ -1,0 +1,47 @@
+"""`build_graph(deps)`: the six-stage QA graph over one typed state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import RetryPolicy
+
+from graph.context import Context
+from graph.deps import GraphDeps
+from graph.state import InputState, OutputState, State
+from nodes import steps
+
+STAGES = ("conversation_understanding", "intent_routing", "retrieval_policy", "context_retrieval",
+          "context_analysis", "answer_composition")
+
+# Transient database trouble (a restarted server, a dropped pooled connection) is retried, not answered.
+DB_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.2, retry_on=(psycopg.OperationalError,))
+
+
+def build_graph(deps: GraphDeps | None = None, *, checkpointer: Any = None, name: str = "lotsman") -> Any:
+    """Compile the QA graph.
+
+    Args:
+        deps: injected dependencies (database, chat model, embedder); production wiring by default.
+        checkpointer: keeps multi-turn state per thread (omit on a LangGraph server: it brings its own).
+        name: graph name (shown in LangSmith and when embedded as a subgraph).
+    """
+    deps = deps or GraphDeps.from_settings()
+    builder = StateGraph(State, context_schema=Context, input_schema=InputState, output_schema=OutputState)
+    builder.add_node("conversation_understanding", steps.conversation_understanding(deps))
+    builder.add_node("intent_routing", steps.intent_routing(deps), retry_policy=DB_RETRY)
+    builder.add_node("retrieval_policy", steps.retrieval_policy(deps), retry_policy=DB_RETRY)
+    builder.add_node("context_retrieval", steps.context_retrieval(deps), retry_policy=DB_RETRY)
+    builder.add_node("context_analysis", steps.context_analysis(deps))
+    builder.add_node("answer_composition", steps.answer_composition(deps))
+    builder.add_edge(START, "conversation_understanding")
+    builder.add_edge("conversation_understanding", "intent_routing")
+    builder.add_edge("intent_routing", "retrieval_policy")
+    builder.add_edge("retrieval_policy", "context_retrieval")
+    builder.add_conditional_edges("context_retrieval", steps.route_after_retrieval,
+                                  ["context_analysis", "answer_composition"])
+    builder.add_edge("context_analysis", "answer_composition")
+    builder.add_edge("answer_composition", END)
+    return builder.compile(checkpointer=checkpointer, name=name)

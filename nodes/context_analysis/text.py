@@ -1,0 +1,91 @@
+"""Text helpers of context_analysis: request language, term matching by stem, distinctive tokens."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+
+from nodes.context_analysis.models import Language
+
+STEM_CHARS = 5
+"""Same folding as the eval's key-fact rule: the first 5 letters absorb Russian inflection."""
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Identifiers (snake_case, dotted, camelCase, PascalCase, CORSMiddleware), options and paths.
+_CODE_TOKEN = re.compile(r"[\w.]*[_.][\w.]*\w|[A-Za-z]*[a-z][A-Z]\w*|\b[A-Z]{2,}[a-z]\w*|--[\w-]+|/[\w{}/-]+")
+_DISTINCTIVE = re.compile(r"`[^`]+`|\d|=|" + _CODE_TOKEN.pattern)
+_MARKUP = re.compile(r"^(?:#{1,6}\s+|[*+-]\s+|>\s*|\d+[.)]\s+)+")
+_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+_CYRILLIC = re.compile(r"[а-яё]", re.I)
+
+
+def stem(word: str) -> str:
+    return word.lower()[:STEM_CHARS]
+
+
+def stems_of(text: str) -> set[str]:
+    """Stems of the words of `text`, and of the parts of snake_case words (`max_age` → `max`, `age`)."""
+    out: set[str] = set()
+    for word in _WORD.findall(text.lower()):
+        out.add(word[:STEM_CHARS])
+        if "_" in word.strip("_"):
+            out.update(part[:STEM_CHARS] for part in word.split("_") if part)
+    return out
+
+
+def term_stems(terms: Iterable[str]) -> dict[str, str]:
+    """Term → the stem it is matched by (a multi-word term by its first word)."""
+    out: dict[str, str] = {}
+    for term in terms:
+        words = _WORD.findall(term.lower())
+        if words:
+            out[term] = words[0][:STEM_CHARS] if len(words) == 1 else term.lower()[:STEM_CHARS]
+    return out
+
+
+def hits(stems: dict[str, str], text_stems: set[str]) -> list[str]:
+    """Terms whose stem occurs in `text_stems`, in term order."""
+    return [term for term, s in stems.items() if s in text_stems]
+
+
+def idf_weights(stems: dict[str, str], texts: Sequence[str]) -> dict[str, float]:
+    """Rarer terms among the evidence weigh more: `fastapi` is in every FastAPI page, `max_age` is not."""
+    n = len(texts)
+    sets = [stems_of(t) for t in texts]
+    return {term: 1.0 + math.log((n + 1) / (sum(1 for s in sets if st in s) + 1))
+            for term, st in stems.items()}
+
+
+def is_distinctive(line: str) -> bool:
+    """Has an identifier, a code span, a number or an assignment: the stuff answers are made of."""
+    return bool(_DISTINCTIVE.search(line))
+
+
+def first_hit_offset(text: str, stems: Iterable[str]) -> int:
+    """Character offset of the first word whose stem is one of `stems` (0 when none)."""
+    wanted = set(stems)
+    for match in _WORD.finditer(text.lower()):
+        word = match.group(0)
+        if word[:STEM_CHARS] in wanted or any(p[:STEM_CHARS] in wanted for p in word.split("_") if p):
+            return match.start()
+    return 0
+
+
+def detect_language(text: str) -> Language:
+    """`ru` when Cyrillic letters make up at least 30% of the prose letters, else `en`.
+
+    Code-like tokens (identifiers, paths, options) are left out: a Russian question about
+    `jsonable_encoder` in `fastapi.encoders` is still Russian.
+    """
+    prose = _CODE_TOKEN.sub(" ", text)
+    letters = _LETTER.findall(prose)
+    if not letters:
+        return "ru" if _CYRILLIC.search(text) else "en"
+    cyrillic = sum(1 for ch in letters if _CYRILLIC.match(ch))
+    return "ru" if cyrillic / len(letters) >= 0.3 else "en"
+
+
+def strip_markup(line: str) -> str:
+    """`line` without leading markdown (heading hashes, list markers, quote marks): noise in a quote."""
+    return _MARKUP.sub("", line)
