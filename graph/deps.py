@@ -74,7 +74,8 @@ class GraphDeps:
         repository = RagRepository(db)
         router = IntentRouter(llm=self.chat_model, aliases=load_alias_index(repository, session),
                               timeout_s=self.settings.gigachat.router_timeout)
-        bundle = SessionBundle(session=session, adapter=RetrievalAdapter(repository, embedder), router=router,
+        adapter = RetrievalAdapter(repository, embedder, stop_lexemes=repository.frequent_lexemes(session))
+        bundle = SessionBundle(session=session, adapter=adapter, router=router,
                                symbols=frozenset(repository.symbol_names(session)))
         with self._lock:
             self._bundles = {k: v for k, v in self._bundles.items() if k[0] != session.rag_session_id}

@@ -16,6 +16,11 @@ MAX_DOCS_PER_ALIAS = 3
 """An alias naming more documents than this is too generic to pin retrieval to files: it still counts as
 a matched alias, but points at no documents."""
 
+TITLE_WORD_MAX_DF = 0.08
+"""A title/heading word in more than this share of documents (e.g. «fastapi», «параметры») says nothing."""
+
+_TITLE_WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
+
 _ENDPOINT = re.compile(r"\b(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS|WEBSOCKET)\s+(/[^\s`'\"),]*)", re.I)
 
 
@@ -70,7 +75,7 @@ def alias_entries(rows: Iterable[Mapping[str, Any]]) -> tuple[list[AliasEntry], 
             route = meta.get("route_or_command")
             if layer == Layer.C3_ENTRYPOINTS and isinstance(route, str) and route.startswith("/"):
                 endpoints[route][path] = None
-    entries = []
+    entries = [AliasEntry(term=word) for word in title_words(rows) if word not in docs_of]
     for term, docs in docs_of.items():
         domain, subdomain = domain_of.get(term, (None, None))
         paths = list(docs)
@@ -78,6 +83,24 @@ def alias_entries(rows: Iterable[Mapping[str, Any]]) -> tuple[list[AliasEntry], 
                                   domain=domain if len(paths) <= MAX_DOCS_PER_ALIAS else None,
                                   subdomain=subdomain if len(paths) <= MAX_DOCS_PER_ALIAS else None))
     return entries, {k: list(v)[:MAX_DOCS_PER_ALIAS] for k, v in endpoints.items()}
+
+
+def title_words(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Distinctive words of document titles and headings: they tell the router a request is about the
+    documented project, but point at no file (too loose for exact-path seeding)."""
+    df: dict[str, int] = defaultdict(int)
+    n_docs = 0
+    for row in rows:
+        if row["layer"] != Layer.D1_DOCUMENT_CATALOG:
+            continue
+        n_docs += 1
+        meta = row.get("metadata") or {}
+        text = " ".join([row.get("title") or "", *_as_list(meta.get("headings"))])
+        for word in {w.lower() for w in _TITLE_WORD.findall(text)}:
+            df[word] += 1
+    limit = int(TITLE_WORD_MAX_DF * n_docs) if TITLE_WORD_MAX_DF >= 0 else -1
+    limit = max(2, limit) if limit >= 0 else -1
+    return sorted(w for w, n in df.items() if n <= limit)
 
 
 ALIAS_LAYERS = (Layer.D1_DOCUMENT_CATALOG.value, Layer.D3_ENTITY_CATALOG.value, Layer.C3_ENTRYPOINTS.value,

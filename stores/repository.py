@@ -16,6 +16,7 @@ from stores.statements import RetrievalStatementBuilder, RetrieveFilters
 HNSW_EF_SEARCH = 100
 
 
+
 class RagRepository:
     """Session-scoped reads: ranked retrieval, exact files, path substrings, lexical code, catalogs."""
 
@@ -37,12 +38,13 @@ class RagRepository:
     def retrieve(
         self, session: RagSession, *, query_embedding: Sequence[float] | None, query_text: str,
         filters: RetrieveFilters | None = None, limit: int = 8, candidates: int = 80,
+        stop_lexemes: Sequence[str] = (),
     ) -> list[dict[str, Any]]:
         """Seed 001 `retrieve`: rows with `prefer_bonus`, `test_penalty`, `layer_rank`, `lexical_rank`,
         `structural_rank`, `distance` (and `lexical_score`), in the seed's order."""
         stmt, params = RetrievalStatementBuilder(session.table).build_retrieve(
             session.rag_session_id, query_embedding, query_text, filters or RetrieveFilters(),
-            limit=limit, candidates=candidates,
+            limit=limit, candidates=candidates, stop_lexemes=stop_lexemes,
         )
         if not params:
             return []
@@ -64,11 +66,42 @@ class RagRepository:
 
     def retrieve_lexical_code(self, session: RagSession, query_text: str, *, limit: int = 20,
                               layers: Sequence[str] = (Layer.C0_SOURCE_CHUNKS.value,),
-                              names: Sequence[str] = ()) -> list[dict[str, Any]]:
+                              names: Sequence[str] = (), stop_lexemes: Sequence[str] = ()
+                              ) -> list[dict[str, Any]]:
         """Lexical code rows (seed 001: C0 by default); no SQL when the query has no terms."""
         built = RetrievalStatementBuilder(session.table).build_lexical_code(
-            session.rag_session_id, query_text, limit, layers, names)
+            session.rag_session_id, query_text, limit, layers, names, stop_lexemes)
         return self._fetch(*built) if built else []
+
+    def frequent_lexemes(self, session: RagSession, max_share: float = 0.3, min_files: int = 20) -> list[str]:
+        """Lexemes found in more than `max_share` of the session's files (none for small sessions, where
+        shares are noise). The lexical lane leaves them out of its query, as BM25's IDF would."""
+        rows = self._fetch(
+            f"""WITH r AS (SELECT path, tsv FROM "{session.table}" WHERE rag_session_id = %(sid)s AND generation =
+                    (SELECT active_generation FROM rag_sessions WHERE rag_session_id = %(sid)s)),
+                 n AS (SELECT count(DISTINCT path) AS files FROM r)
+            SELECT l.lexeme AS word FROM r, unnest(r.tsv) AS l(lexeme, positions, weights), n
+            WHERE n.files >= %(min_files)s
+            GROUP BY l.lexeme, n.files HAVING count(DISTINCT r.path) > %(share)s * n.files""",
+            {"sid": session.rag_session_id, "min_files": min_files, "share": max_share},
+        )
+        return sorted(r["word"] for r in rows)
+
+    def absent_terms(self, session: RagSession, words: Sequence[str]) -> list[str]:
+        """The words that occur nowhere in the session's index (compared as stemmed lexemes; words that
+        stem to nothing, like stopwords, are never reported)."""
+        words = [w for w in dict.fromkeys(words) if w.strip()][:16]
+        if not words:
+            return []
+        rows = self._fetch(
+            f"""SELECT w FROM unnest(%(words)s::text[]) AS w
+            WHERE numnode(plainto_tsquery('russian', w)) > 0 AND NOT EXISTS (
+                SELECT 1 FROM "{session.table}" c WHERE c.rag_session_id = %(sid)s AND c.generation =
+                    (SELECT active_generation FROM rag_sessions WHERE rag_session_id = %(sid)s)
+                AND c.tsv @@ plainto_tsquery('russian', w))""",
+            {"sid": session.rag_session_id, "words": words},
+        )
+        return [r["w"] for r in rows]
 
     def symbol_names(self, session: RagSession) -> set[str]:
         """Lower-cased short and qualified names of the session's C1 symbols (for the code plan)."""

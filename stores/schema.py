@@ -13,7 +13,7 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Bump and add a step to `_UPGRADES` when the schema changes; upgrades run in order."""
 
 CHUNK_TABLE_PREFIX = "rag_chunks_d"
@@ -88,8 +88,20 @@ CREATE INDEX IF NOT EXISTS {ix_domain} ON {table} (lower(metadata_json->>'domain
 CREATE INDEX IF NOT EXISTS {ix_subdomain} ON {table} (lower(metadata_json->>'subdomain'));
 """
 
+# An OR of the query's lexemes minus the session's too-frequent ones (a stand-in for BM25's IDF: ts_rank
+# has none, so "fastapi" in every title would otherwise outrank the topic word). IMMUTABLE, so the
+# planner folds it once per statement and the GIN index stays usable.
+_OR_TSQUERY_DDL = """
+CREATE OR REPLACE FUNCTION lotsman_or_tsquery(q text, stop text[]) RETURNS tsquery
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT coalesce(to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')), ''::tsquery)
+    FROM unnest(to_tsvector('russian', q))
+    WHERE lexeme <> ALL(coalesce(stop, '{}'::text[]))
+$$;
+"""
+
 # version -> SQL applied when upgrading *to* that version (version 1 is the base DDL itself).
-_UPGRADES: dict[int, str] = {}
+_UPGRADES: dict[int, str] = {2: _OR_TSQUERY_DDL}
 
 
 def chunk_table(dim: int) -> str:
@@ -115,6 +127,9 @@ def ensure_tables(conn: psycopg.Connection) -> int:
             raise RuntimeError(
                 f"database schema version {current} is newer than this Lotsman ({SCHEMA_VERSION}): upgrade Lotsman"
             )
+        if current == 0:  # a new database: the base DDL plus every upgrade step
+            for version in range(2, SCHEMA_VERSION + 1):
+                conn.execute(_UPGRADES[version])
         for version in range(max(current, 1) + 1, SCHEMA_VERSION + 1):
             conn.execute(_UPGRADES[version])
         conn.execute(

@@ -52,9 +52,8 @@ def query_terms(text: str, *, min_len: int = 3) -> list[str]:
     return list(seen)
 
 
-def websearch_or(terms: Sequence[str]) -> str:
-    """A `websearch_to_tsquery` input that ORs the terms (safe for any text)."""
-    return " or ".join(terms)
+TSQ = "lotsman_or_tsquery(%(qtext)s, %(stop)s::text[])"
+"""The lexical query: an OR of the query's lexemes without the session's too-frequent ones (schema v2)."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +130,7 @@ class RetrievalStatementBuilder:
 
     def build_retrieve(
         self, session_id: str, query_embedding: Sequence[float] | None, query_text: str, f: RetrieveFilters,
-        *, limit: int, candidates: int = 80,
+        *, limit: int, candidates: int = 80, stop_lexemes: Sequence[str] = (),
     ) -> tuple[sql.Composable, dict[str, Any]]:
         """Seed 001 `build_retrieve`: vector candidates (HNSW) ∪ lexical candidates (GIN), then ranking.
 
@@ -143,7 +142,7 @@ class RetrievalStatementBuilder:
         self.filters(where, f)
         terms = query_terms(query_text)
         params: dict[str, Any] = {**where.params, "limit": limit, "cand": candidates,
-                                  "tsq": websearch_or(terms)}
+                                  "qtext": " ".join(terms), "stop": list(stop_lexemes)}
         layer_order = list(f.layers) or DEFAULT_LAYER_ORDER
         params["layer_order"] = layer_order
         params["prefer_prefixes"] = _like_prefixes(f.prefer_path_prefixes) or None
@@ -158,8 +157,8 @@ class RetrievalStatementBuilder:
             ).format(t=self.table, w=where.sql()))
         if terms:
             parts.append(sql.SQL(
-                "(SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ websearch_to_tsquery('russian', %(tsq)s) "
-                "ORDER BY ts_rank_cd(c.tsv, websearch_to_tsquery('russian', %(tsq)s), 1) DESC LIMIT %(cand)s)"
+                "(SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ + " "
+                "ORDER BY ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC LIMIT %(cand)s)"
             ).format(t=self.table, w=where.sql()))
         if not parts:
             return sql.SQL("SELECT NULL WHERE FALSE"), {}
@@ -170,7 +169,7 @@ WITH cand AS ({cand})
 SELECT c.id::text AS id, c.path, c.layer, c.title, c.content, c.metadata_json AS metadata,
        c.span_start, c.span_end,
        {distance} AS distance,
-       ts_rank_cd(c.tsv, websearch_to_tsquery('russian', %(tsq)s), 1) AS lexical_score,
+       ts_rank_cd(c.tsv, {tsq}, 1) AS lexical_score,
        (CASE WHEN %(prefer_prefixes)s::text[] IS NOT NULL AND c.path LIKE ANY(%(prefer_prefixes)s::text[])
              THEN 1 ELSE 0 END
         + CASE WHEN %(prefer_like)s::text[] IS NOT NULL AND lower(c.path) LIKE ANY(%(prefer_like)s::text[])
@@ -178,7 +177,7 @@ SELECT c.id::text AS id, c.path, c.layer, c.title, c.content, c.metadata_json AS
        CASE WHEN %(test_patterns)s::text[] IS NOT NULL AND c.path LIKE ANY(%(test_patterns)s::text[])
             THEN 1 ELSE 0 END AS test_penalty,
        coalesce(array_position(%(layer_order)s::text[], c.layer), 99) AS layer_rank,
-       CASE WHEN c.tsv @@ websearch_to_tsquery('russian', %(tsq)s) THEN 0 ELSE 1 END AS lexical_rank,
+       CASE WHEN c.tsv @@ {tsq} THEN 0 ELSE 1 END AS lexical_rank,
        CASE WHEN c.layer IN ('D1_DOCUMENT_CATALOG', 'C1_SYMBOL_CATALOG', 'C3_ENTRYPOINTS') THEN 0
             WHEN jsonb_array_length(coalesce(c.metadata_json->'section_path', '[]'::jsonb)) <= 1 THEN 1
             ELSE 2 END AS structural_rank
@@ -186,7 +185,7 @@ FROM {t} c JOIN (SELECT DISTINCT id FROM cand) k ON k.id = c.id
 ORDER BY prefer_bonus DESC, test_penalty ASC, layer_rank ASC, lexical_rank ASC, structural_rank ASC,
          distance ASC NULLS LAST, lexical_score DESC
 LIMIT %(limit)s""").format(
-            cand=sql.SQL(" UNION ALL ").join(parts), distance=distance, t=self.table
+            cand=sql.SQL(" UNION ALL ").join(parts), distance=distance, t=self.table, tsq=sql.SQL(TSQ)
         )
         return stmt, params
 
@@ -217,7 +216,8 @@ LIMIT %(limit)s""").format(
         return self._plain(where, "length(c.path), c.path, c.span_start", limit)
 
     def build_lexical_code(self, session_id: str, query_text: str, limit: int, layers: Sequence[str] = (
-            Layer.C0_SOURCE_CHUNKS.value,), names: Sequence[str] = ()) -> tuple[sql.Composable, dict] | None:
+            Layer.C0_SOURCE_CHUNKS.value,), names: Sequence[str] = (), stop_lexemes: Sequence[str] = (),
+    ) -> tuple[sql.Composable, dict] | None:
         """Seed 001 `build_lexical_code`: code rows by terms (and exact symbol names). None → no SQL."""
         terms = query_terms(query_text)
         names = [n.lower() for n in names if n]
@@ -226,10 +226,12 @@ LIMIT %(limit)s""").format(
         where = _Where()
         self.scope(where, session_id)
         where.add("c.layer = ANY(%(layers)s)", layers=list(layers))
-        where.add("(c.tsv @@ websearch_to_tsquery('russian', %(tsq)s) "
-                  "OR lower(c.metadata_json->>'name') = ANY(%(names)s))", tsq=websearch_or(terms), names=names)
-        order = ("(lower(c.metadata_json->>'name') = ANY(%(names)s)) DESC, "
-                 "ts_rank_cd(c.tsv, websearch_to_tsquery('russian', %(tsq)s), 1) DESC")
+        where.add("(c.tsv @@ " + TSQ + " OR lower(c.metadata_json->>'name') = ANY(%(names)s))",
+                  qtext=" ".join(terms), stop=list(stop_lexemes), names=names)
+        # NULL-safe: rows without a name must sort after name matches, not first (NULLs lead in DESC).
+        order = ("coalesce(lower(c.metadata_json->>'name') = ANY(%(names)s), false) DESC, "
+                 "array_position(%(layers)s::text[], c.layer), "
+                 "ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC")
         return self._plain(where, order, limit)
 
     def _plain(self, where: _Where, order: str, limit: int) -> tuple[sql.Composable, dict[str, Any]]:

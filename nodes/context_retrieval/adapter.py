@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from nodes.context_retrieval.fusion import DEFAULT_LANE_WEIGHTS, diversify, fuse
-from nodes.context_retrieval.gate import GateDecision, apply_token_cap, key_terms, relevance_gate
+from nodes.context_retrieval.gate import GateDecision, apply_token_cap, key_terms, named_terms, relevance_gate
 from nodes.evidence import EvidenceRow
 from nodes.retrieval_policy import CodePlan, RetrievalPlan
 from stores.repository import RagRepository
@@ -72,6 +72,41 @@ def substring_keys(hints: Sequence[str]) -> list[str]:
     return list(keys)
 
 
+CODE_SLOT_EXPLICIT = 0
+"""Where the best code row is guaranteed a place when the request asks about implementation explicitly."""
+CODE_SLOT_IDENTIFIER = 2
+"""…and when it only names catalogued symbols (the docs may explain them better: keep two doc rows first)."""
+
+
+def code_slot(code_plan: CodePlan | None) -> int | None:
+    """The rank (0-based) the best code row is lifted to, or None when the request is not about code.
+
+    The docs lanes come from one SQL and together outvote a single code lane; weighting the code lane up
+    instead pushed code above the docs for every question that merely names a class. A reserved slot
+    lifts one code row for code questions and costs docs questions at most one place.
+    """
+    if code_plan is None:
+        return None
+    if code_plan.explicit:
+        return CODE_SLOT_EXPLICIT
+    if code_plan.identifiers:
+        return CODE_SLOT_IDENTIFIER
+    return None
+
+
+def reserve_slot(rows: Sequence[EvidenceRow], slot: int | None, layer_prefix: str = "C") -> list[EvidenceRow]:
+    """Move the best row of the given layer family up to `slot` when it ranks below it."""
+    out = list(rows)
+    if slot is None:
+        return out
+    for i, row in enumerate(out):
+        if row.layer.startswith(layer_prefix):
+            if i > slot:
+                out.insert(slot, out.pop(i))
+            break
+    return out
+
+
 def by_distance(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return sorted((r for r in rows if r.get("distance") is not None), key=lambda r: r["distance"])
 
@@ -84,8 +119,10 @@ class RetrievalAdapter:
     """Executes plans against one repository with one embedder (the session's)."""
 
     def __init__(self, repository: RagRepository, embedder: Embeddings, *,
-                 lane_weights: Mapping[str, float] | None = None, candidates: int = CANDIDATES) -> None:
+                 lane_weights: Mapping[str, float] | None = None, candidates: int = CANDIDATES,
+                 stop_lexemes: Sequence[str] = ()) -> None:
         self.repository = repository
+        self.stop_lexemes = list(stop_lexemes)
         self.embedder = embedder
         self.lane_weights = dict(lane_weights or DEFAULT_LANE_WEIGHTS)
         self.candidates = candidates
@@ -132,7 +169,7 @@ class RetrievalAdapter:
         ranked = self.repository.retrieve(session, query_embedding=embedding if on("semantic") else None,
                                           query_text=query if (on("lexical") or on("ranked")) else "",
                                           filters=plan_filters(plan), limit=self.candidates,
-                                          candidates=self.candidates)
+                                          candidates=self.candidates, stop_lexemes=self.stop_lexemes)
         if on("ranked"):
             lanes["ranked"] = ranked
         if on("semantic"):
@@ -145,7 +182,7 @@ class RetrievalAdapter:
             t = time.perf_counter()
             lanes["code"] = self.repository.retrieve_lexical_code(
                 session, " ".join([query, *code_plan.terms]), layers=code_plan.layers, names=code_plan.terms,
-                limit=code_plan.limit * 3)
+                limit=code_plan.limit * 3, stop_lexemes=self.stop_lexemes)
             code_sem = self.repository.retrieve(session, query_embedding=embedding, query_text="",
                                                 filters=RetrieveFilters(layers=tuple(code_plan.layers)),
                                                 limit=code_plan.limit * 3, candidates=self.candidates)
@@ -153,9 +190,13 @@ class RetrievalAdapter:
             timings["code"] = _ms(t)
 
         t = time.perf_counter()
-        fused = diversify(fuse(lanes, self.lane_weights))
+        fused = fuse(lanes, self.lane_weights)
+        if enabled is None:  # the plain baselines stay plain: no file diversity, no reserved slots
+            fused = reserve_slot(diversify(fused), code_slot(code_plan))
         gate_terms = key_terms(query, terms)
-        decision = relevance_gate(fused, gate_terms)
+        names = named_terms(query)
+        absent = self.repository.absent_terms(session, names) if names and fused else []
+        decision = relevance_gate(fused, gate_terms, absent_names=absent)
         rows = apply_token_cap(fused[: max(top_k, plan.limit)], token_cap)
         timings["merge"] = _ms(t)
         return RetrievalResult(rows=rows, relevant=decision.passed, gate=decision,

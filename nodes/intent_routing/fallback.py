@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from nodes.intent_routing.features import QueryFeatures
 from nodes.intent_routing.models import RouteAnchors, RouteResult, RoutingMode
 from nodes.intent_routing.route_catalog import DOC_FIND_FILES, DOC_SUMMARY, GENERAL_QA, Route
@@ -16,10 +18,25 @@ GENERAL_CONFIDENCE = 0.45
 EMPTY_QUERY_CONFIDENCE = 0.0
 
 
+# The user asks for the general idea, not for what the project documents: "в общих чертах", "in general".
+GENERAL_MARKERS = re.compile(
+    r"\b(?:в\s+общих\s+чертах|простыми\s+словами|в\s+целом|вообще|в\s+программировании|в\s+общем\s+случае"
+    r"|in\s+general|generally\s+speaking|in\s+simple\s+terms|in\s+plain\s+(?:english|words)|conceptually"
+    r"|in\s+programming)\b",
+    re.IGNORECASE,
+)
+
+
+def general_markers(query: str) -> list[str]:
+    """Phrases asking for a general explanation rather than the project's documentation."""
+    return [m.group(0).lower() for m in GENERAL_MARKERS.finditer(query)]
+
+
 def choose_fallback_route(features: QueryFeatures) -> tuple[Route, float, str]:
     """Pick the fallback route, its confidence and a short reason.
 
-    Rules (seed 002 §5): file markers → DOCS/DOC_EXPLAIN/FIND_FILES; docs signals (endpoint paths,
+    Rules (seed 002 §5): file markers → DOCS/DOC_EXPLAIN/FIND_FILES; general markers without file or
+    endpoint anchors → GENERAL (our addition); docs signals (endpoint paths,
     doc hints, aliases, entities, files, identifiers, any marker group) → DOCS/DOC_EXPLAIN/SUMMARY;
     otherwise GENERAL/GENERAL_QA/SUMMARY.
     """
@@ -27,6 +44,11 @@ def choose_fallback_route(features: QueryFeatures) -> tuple[Route, float, str]:
         return GENERAL_QA, EMPTY_QUERY_CONFIDENCE, "empty query"
     if features.markers.file_markers:
         return DOC_FIND_FILES, FIND_FILES_CONFIDENCE, f"file markers: {_show(features.markers.file_markers)}"
+    general = general_markers(features.normalized_query)
+    if general and not (features.anchors.file_names or features.anchors.endpoint_paths):
+        # Our one addition to seed 002's fallback: an explicit request for the general idea wins over
+        # incidental aliases ("Что такое CORS простыми словами?").
+        return GENERAL_QA, GENERAL_CONFIDENCE, f"general markers: {_show(tuple(general))}"
     if features.has_strong_anchors or features.anchors.target_doc_hints:
         return DOC_SUMMARY, DOCS_WITH_ANCHORS_CONFIDENCE, f"docs anchors: {_show(_anchor_sample(features))}"
     if features.has_docs_signals:

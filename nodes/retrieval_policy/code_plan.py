@@ -36,6 +36,10 @@ class CodePlan(BaseModel):
     """Lower-cased identifiers and file names to look up lexically."""
     reason: str
     """Which triggers fired, e.g. `symbols: apirouter; words: реализован`."""
+    identifiers: list[str] = Field(default_factory=list)
+    """Catalogued symbols named in the request: strong evidence the answer is in the code."""
+    explicit: bool = False
+    """The request asks about implementation in so many words (`.py` names, "в коде", "implemented")."""
 
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -131,9 +135,14 @@ def symbol_hits(candidates: Iterable[str], symbols: Collection[str]) -> tuple[li
 
 
 def identifier_candidates(route: RouteResult) -> list[str]:
-    """Code-looking query tokens, then the router's entity names and target terms."""
+    """Code-looking query tokens, then the router's entity names and code-shaped target terms.
+
+    Plain lower-case words among the target terms ("request", "responses", "serialize") are left out:
+    they are module or method names and ordinary English alike, and would pull code into docs questions.
+    """
     query = route.normalized_query or route.user_query
-    return [*query_identifiers(query), *route.anchors.entity_names, *route.target_terms]
+    code_shaped = [t for t in route.target_terms if _SNAKE.search(t) or "." in t or t.endswith("()")]
+    return [*query_identifiers(query), *route.anchors.entity_names, *code_shaped]
 
 
 def _lexical_terms(candidates: Iterable[str], roots: list[str]) -> list[str]:
@@ -171,4 +180,5 @@ def resolve_code_plan(route: RouteResult, symbols: Collection[str]) -> CodePlan 
         return None
     # Package roots go last: as lexical terms they match nearly every file.
     terms = dedupe([*identifiers, *files, *_lexical_terms(candidates, roots), *roots])
-    return CodePlan(terms=terms[:MAX_CODE_TERMS], reason=_reason(identifiers, files, words))
+    return CodePlan(terms=terms[:MAX_CODE_TERMS], reason=_reason(identifiers, files, words),
+                    identifiers=identifiers[:MAX_CODE_TERMS], explicit=bool(files or words))

@@ -21,6 +21,7 @@ SYMBOLS = frozenset(
         "apirouter",
         "fastapi.routing.apirouter",
         "add_api_route",
+        "get_db",
         "fastapi.routing.apirouter.add_api_route",
         "include_router",
         "depends",
@@ -72,7 +73,7 @@ TRIGGERS = [
         "symbols: include_router",
     ),
     ("en-short-call", "What does get() return?", [], [], ["get"], "symbols: get"),
-    ("ru-target-term", "Как использовать зависимость?", ["depends"], [], ["depends"], "symbols: depends"),
+    ("ru-target-term-code-shaped", "Как использовать зависимость?", ["get_db"], [], ["get_db"], "symbols: get_db"),
     (
         "ru-entity-name",
         "Как вернуть ошибку",
@@ -128,7 +129,7 @@ TRIGGERS = [
         "Where is dependency caching implemented?",
         ["caching"],
         [],
-        ["caching"],
+        [],
         "words: implemented",
     ),
     ("en-source-code", "Show me the source code of the router", [], [], [], "words: source code"),
@@ -331,3 +332,10 @@ def test_called_class_named_like_the_package_triggers_code_plan() -> None:
     symbols = {"fastapi", "fastapi.applications.fastapi", "fastapi.routing.apirouter"}
     assert resolve_code_plan(route("Что по умолчанию в FastAPI()?", [], []), symbols) is not None
     assert resolve_code_plan(route("Как настроить CORS в FastAPI?", [], []), symbols) is None
+
+
+@pytest.mark.parametrize("term", ["request", "responses", "serialize"])
+def test_plain_english_target_terms_are_not_identifiers(term: str) -> None:
+    """SPEC §5 code plan: a lower-case word that happens to name a module is not a code request."""
+    symbols = {term, f"fastapi.{term}"}
+    assert resolve_code_plan(route(f"How is a timedelta shown in {term}?", [term], []), symbols) is None

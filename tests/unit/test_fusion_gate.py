@@ -86,3 +86,27 @@ def test_token_cap_keeps_rank_order_and_always_one_row() -> None:
     assert [r.path for r in kept] == ["a.md", "c.md"]
     single = apply_token_cap([ev("big.md", "w" * 100000)], cap=100)
     assert len(single) == 1 and len(single[0].content) < 400
+
+
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("How do I set up the OAuth2 password flow in FastAPI?", ["OAuth2", "FastAPI"]),
+        ("Как подключить консьюмер Kafka?", ["Kafka"]),
+        ("Как сделать TOTP-коды?", ["TOTP"]),
+        ("Where is `get_openapi` implemented?", []),
+        ("Как настроить CORS?", ["CORS"]),
+        ("How do I do it?", []),
+    ],
+)
+def test_named_terms(query: str, names: list[str]) -> None:
+    from nodes.context_retrieval.gate import named_terms
+
+    assert named_terms(query) == names
+
+
+def test_gate_fails_on_a_name_the_index_never_mentions_unless_a_file_was_named() -> None:
+    rows = [ev("a.md", "Kafka consumers everywhere", 0.05)]
+    assert relevance_gate(rows, ["kafka"], absent_names=["Kafka"]).passed is False
+    exact = [ev("a.md", "x", 0.5, lanes={"exact": 1})]
+    assert relevance_gate(exact, ["kafka"], absent_names=["Kafka"]).passed is True

@@ -389,3 +389,22 @@ def test_any_text_routes_to_an_allowed_route(text: str) -> None:
     assert len(result.target_terms) <= 7
     assert all(t == t.lower() for t in result.target_terms)
     assert 0.0 <= result.confidence <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Что такое CORS простыми словами?", "GENERAL_QA"),
+        ("What is an environment variable, in general?", "GENERAL_QA"),
+        ("Объясни в общих чертах, как работает HTTPS", "GENERAL_QA"),
+        ("Что такое внедрение зависимостей в программировании?", "GENERAL_QA"),
+        ("Где в docs/api/cors.md в общих чертах описан CORS?", "DOC_EXPLAIN/FIND_FILES"),
+        ("Как настроить CORS?", "DOC_EXPLAIN/SUMMARY"),
+    ],
+)
+def test_general_markers_route_to_general_qa(query: str, expected: str) -> None:
+    """Our addition to seed 002 §5 fallback: an explicit request for the general idea → GENERAL_QA."""
+    from nodes.intent_routing import AliasEntry, InMemoryAliasIndex, IntentRouter
+
+    aliases = InMemoryAliasIndex([AliasEntry("cors", docs=("docs/cors.md",)), AliasEntry("https", docs=())])
+    assert IntentRouter(aliases=aliases).route(query).route_label == expected

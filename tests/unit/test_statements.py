@@ -65,3 +65,9 @@ def test_user_text_only_reaches_sql_as_parameters() -> None:
 def test_query_terms_are_capped_and_deduped() -> None:
     terms = query_terms(" ".join(f"word{i} word{i}" for i in range(100)))
     assert len(terms) == 24 and len(set(terms)) == 24
+
+
+def test_lexical_query_goes_through_the_or_tsquery_function_with_stop_lexemes() -> None:
+    stmt, params = RetrievalStatementBuilder("t").build_retrieve(
+        "s", None, "Как настроить CORS", RetrieveFilters(), limit=5, stop_lexemes=["fastapi"])
+    assert params["stop"] == ["fastapi"] and params["qtext"] == "как настроить cors"
