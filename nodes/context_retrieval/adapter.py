@@ -89,9 +89,7 @@ def code_slot(code_plan: CodePlan | None) -> int | None:
         return None
     if code_plan.explicit:
         return CODE_SLOT_EXPLICIT
-    if code_plan.identifiers:
-        return CODE_SLOT_IDENTIFIER
-    return None
+    return CODE_SLOT_IDENTIFIER
 
 
 def reserve_slot(rows: Sequence[EvidenceRow], slot: int | None, layer_prefix: str = "C") -> list[EvidenceRow]:

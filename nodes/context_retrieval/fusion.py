@@ -15,8 +15,8 @@ DEFAULT_LANE_WEIGHTS: Mapping[str, float] = {
     "exact": 3.0,       # the user named the file
     "substring": 1.5,   # a file name the user gave, matched loosely
     "code": 1.2,        # identifiers found in the symbol catalog
-    "semantic": 1.0,
-    "lexical": 1.0,
+    "semantic": 1.25,   # the lexical signal also reaches the fusion through "ranked" (its lexical_rank)
+    "lexical": 0.75,
     "ranked": 0.6,      # seed 001's lexicographic ordering (prefer_bonus first)
 }
 

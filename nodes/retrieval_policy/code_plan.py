@@ -39,7 +39,8 @@ class CodePlan(BaseModel):
     identifiers: list[str] = Field(default_factory=list)
     """Catalogued symbols named in the request: strong evidence the answer is in the code."""
     explicit: bool = False
-    """The request asks about implementation in so many words (`.py` names, "в коде", "implemented")."""
+    """The request asks for the code itself (`.py` names, "в коде", "исходник", "implemented"); words like
+    "класс" or "функция" trigger the plan without this."""
 
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -66,6 +67,11 @@ _NOT_IMPLEMENTATION = re.compile(
     rf"|\bhttp[\s-]метод\w*|\bметод{_HARD}\s+(?:http|запрос)\w*"
     r"|\bstatus\s+codes?\b|\bhttp\s+methods?\b"
 )
+
+
+# Words that ask for the code itself, not for how to use a feature ("класс как зависимость" is a docs
+# question; "в исходниках", "реализован", "implemented", "source" are not).
+_EXPLICIT_WORDS = re.compile(r"исходник|реализ|\bкод[еа]?\b|implement|source|codebase")
 
 
 def implementation_words(query: str) -> list[str]:
@@ -181,4 +187,5 @@ def resolve_code_plan(route: RouteResult, symbols: Collection[str]) -> CodePlan 
     # Package roots go last: as lexical terms they match nearly every file.
     terms = dedupe([*identifiers, *files, *_lexical_terms(candidates, roots), *roots])
     return CodePlan(terms=terms[:MAX_CODE_TERMS], reason=_reason(identifiers, files, words),
-                    identifiers=identifiers[:MAX_CODE_TERMS], explicit=bool(files or words))
+                    identifiers=identifiers[:MAX_CODE_TERMS],
+                    explicit=bool(files or any(_EXPLICIT_WORDS.search(w) for w in words)))

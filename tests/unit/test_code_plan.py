@@ -339,3 +339,19 @@ def test_plain_english_target_terms_are_not_identifiers(term: str) -> None:
     """SPEC §5 code plan: a lower-case word that happens to name a module is not a code request."""
     symbols = {term, f"fastapi.{term}"}
     assert resolve_code_plan(route(f"How is a timedelta shown in {term}?", [term], []), symbols) is None
+
+
+@pytest.mark.parametrize(
+    ("query", "explicit"),
+    [
+        ("Как в исходниках реализована функция?", True),
+        ("Where is it implemented?", True),
+        ("Что в файле routing.py?", True),
+        ("Как использовать класс как зависимость вместо функции?", False),
+        ("Как вызывать асинхронные функции в тестах?", False),
+    ],
+)
+def test_explicit_code_requests(query: str, explicit: bool) -> None:
+    """SPEC §5 code plan: only words asking for the code itself make the plan explicit."""
+    plan = resolve_code_plan(route(query, [], []), SYMBOLS)
+    assert plan is not None and plan.explicit is explicit
