@@ -8,7 +8,7 @@ from nodes.answer_composition.models import Answer, Citation
 from nodes.context_analysis import Analysis, FileEvidence, Span, strip_markup
 from nodes.intent_routing.models import RouteResult, Subintent
 
-MAX_QUOTES = 6
+MAX_QUOTES = 8
 MAX_FILES = 5
 MAX_NEAREST = 5
 FIND_FILES_EXTRA_QUOTES = 2

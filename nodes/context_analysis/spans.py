@@ -16,6 +16,9 @@ MAX_RUN_LINES = 4
 SPANS_PER_ROW = 3
 DISTINCTIVE_BONUS = 0.5
 SYNTHESIZED_FACTOR = 0.7
+UNMATCHED_DISTINCTIVE = 0.15
+TOP_ROW_WEIGHT = 0.8
+"""Rows ranked 1–2 (weight = 1 / (1 + 0.2·(rank − 1))) may contribute lines without a key-term hit."""
 """Fact, entity and symbol rows are paraphrases: a verbatim line with the same terms wins."""
 CATALOG_FACTOR = 0.3
 """A catalog row (title, type, summary of a whole document) matches many terms but answers little."""
@@ -112,6 +115,10 @@ def _line_spans(row: EvidenceRow, weight: float, scoring: Scoring) -> list[Span]
         if found:
             raw = sum(scoring.idf[t] for t in found) + (DISTINCTIVE_BONUS if is_distinctive(line.text) else 0)
             scored.append((raw * KIND_FACTOR[line.kind] * weight, i))
+        elif weight >= TOP_ROW_WEIGHT and is_distinctive(line.text):
+            # The best rows' identifiers and values often sit on lines that repeat none of the question's
+            # words (a paraphrase, a code line under the matching prose): keep them as low-scored fillers.
+            scored.append((UNMATCHED_DISTINCTIVE * KIND_FACTOR[line.kind] * weight, i))
     scored.sort(key=lambda item: (-item[0], item[1]))
     taken: set[int] = set()
     spans: list[Span] = []

@@ -70,7 +70,7 @@ def test_spans_of_multiline_doc_chunks_have_exact_line_numbers() -> None:
 
 def test_a_code_line_comes_with_its_call_and_is_marked_as_code() -> None:
     analysis = run("allow_origins", [CORS_ROW])
-    span = analysis.spans[0]
+    span = max(analysis.spans, key=lambda s: s.score)
     assert span.code and span.start_line == CORS_START + 6 and "allow_origins=origins," in span.text
     assert span.text.startswith("    CORSMiddleware,")
 
@@ -206,3 +206,9 @@ def test_conflicting_values_across_files_are_noted() -> None:
 def test_analysis_round_trips_through_graph_state() -> None:
     analysis = run("max_age", [CORS_ROW])
     assert type(analysis).model_validate(analysis.model_dump()) == analysis
+
+
+def test_top_rows_add_identifier_lines_without_a_term_hit_as_low_scored_fillers() -> None:
+    analysis = run("allow_origins", [CORS_ROW])
+    fillers = [s for s in analysis.spans if "allow_origins" not in s.text]
+    assert fillers and all(f.score < max(s.score for s in analysis.spans) for f in fillers)
