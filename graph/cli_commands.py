@@ -93,7 +93,8 @@ async def _ask_once(settings: Settings, question: str, session: str, *, thread_i
     graph = build_graph(deps, checkpointer=checkpointer)
     config = {"configurable": {"thread_id": thread_id or uuid.uuid4().hex}}
     return await graph.ainvoke({"messages": [HumanMessage(question)]}, config=config,
-                               context=Context(rag_session_id=session, token_cap=settings.token_cap))
+                               context=Context(rag_session_id=session, token_cap=settings.token_cap,
+                                               top_k=settings.top_k))
 
 
 def _ask(args: argparse.Namespace, settings: Settings) -> int:
@@ -162,7 +163,7 @@ def _retrieve(args: argparse.Namespace, settings: Settings) -> int:
     plan, code_plan = resolve_plan(route), resolve_code_plan(route, bundle.symbols)
     result = bundle.adapter.fetch_rows(bundle.session, plan, code_plan, question,
                                        file_names=route.anchors.file_names, terms=route.target_terms,
-                                       top_k=args.k, token_cap=settings.token_cap)
+                                       top_k=args.k or settings.top_k, token_cap=settings.token_cap)
     if args.json:
         print(json.dumps({
             "route": route.model_dump(), "plan": plan.model_dump(),
@@ -223,7 +224,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("retrieve", help="routing + policy + retrieval only: the fused rows with provenance")
     p.add_argument("question")
     p.add_argument("--session", default="default")
-    p.add_argument("-k", type=int, default=12)
+    p.add_argument("-k", type=int, help="rows to show (default LOTSMAN_TOP_K)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_retrieve)
 

@@ -50,12 +50,11 @@ class Settings(BaseSettings):
     """Default embedder: `use` (USE-multilingual, 512), `e5` (multilingual-e5-small, 384),
     `gigachat`, `fake` (tests)."""
     embed_batch_size: int = 32
-    embed_workers: int = 2
-    """Parallel embedding workers (the machine has 2 cores; embedding is the bottleneck)."""
     max_file_bytes: int = 1_000_000
     default_session: str = "default"
     token_cap: int = 4096
-    top_k: int = 8
+    top_k: int = 12
+    """Evidence rows kept after fusion, before the token cap."""
     gigachat: GigaChatSettings = Field(default_factory=GigaChatSettings)
     langsmith_tracing: bool = Field(default=False, validation_alias="LANGSMITH_TRACING")
     langsmith_api_key: SecretStr | None = Field(default=None, validation_alias="LANGSMITH_API_KEY")
