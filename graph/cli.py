@@ -138,4 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run through the imported module: `python -m graph.cli` would otherwise register the extra commands
+    # into `graph.cli` while parsing with this `__main__` copy.
+    from graph.cli import main as _main
+
+    sys.exit(_main())

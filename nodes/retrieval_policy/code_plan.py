@@ -56,7 +56,7 @@ _IMPLEMENTATION_WORDS = re.compile(
     rf"\b(?:код{_HARD}|исходник{_VELAR}|реализаци\w*|реализован\w*|реализу(?:ет|ется|ют|ются)"
     rf"|функци(?:я|и|ю|ей|й|ям|ями|ях)|класс{_HARD}|метод{_HARD}|сигнатур\w*"
     rf"|модул(?:ь|я|е|ем|и|ей|ям|ях)|констант\w*|конструктор{_HARD}"
-    r"|implementations?|implemented|source[\s-]code|source\s+files?|in\s+the\s+(?:code|source)|codebase"
+    r"|implement(?:s|ed|ations?)|source[\s-]code|source\s+files?|in\s+the\s+(?:code|source)|codebase"
     r"|functions?|class(?:es)?|methods?|signatures?|modules?|constants?|constructors?)\b"
 )
 # Phrases with a trigger word that ask about documented behaviour, not about implementation.

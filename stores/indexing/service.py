@@ -302,8 +302,10 @@ def index_changes(
         prepared = _prepare(db, sources, embedder, report, emb, progress)
         report.files_indexed = len(prepared)
         report.files_deleted = len(deletes)
-        # Skipped upserts lose their old rows too: the file is no longer indexable as it is now.
-        replace = [*upserts, *deletes]
+        # A file that became unindexable (a syntax error mid-edit, turned binary) keeps its last good rows:
+        # bad input never loses what is already indexed; the skip is reported on the job.
+        skipped = {s.path for s in report.skipped}
+        replace = [*(p for p in upserts if p not in skipped), *deletes]
         _write(db, session, generation, prepared, report, emb, replace_paths=replace)
 
     return _run_job(db, session, "changes", body)

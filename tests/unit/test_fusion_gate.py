@@ -73,11 +73,11 @@ def test_coverage_folds_russian_inflection_by_stem() -> None:
         ([ev("a.md", "CORSMiddleware allow_origins", 0.5)], ["corsmiddleware"], True),
         ([ev("a.md", "about databases", 0.5)], ["kafka", "consumer"], False),
         ([ev("a.md", "about databases", 0.1)], ["kafka", "consumer"], True),  # near-paraphrase
-        ([ev("a.md", "anything", 0.9, lanes={"exact": 1})], ["zzz"], True),
+        ([ev("docs/a.md", "anything", 0.9, lanes={"exact": 1})], ["zzz"], True),
     ],
 )
 def test_relevance_gate(rows: list[EvidenceRow], terms: list[str], passed: bool) -> None:
-    assert relevance_gate(rows, terms).passed is passed
+    assert relevance_gate(rows, terms, named_files=["docs/a.md"]).passed is passed
 
 
 def test_token_cap_keeps_rank_order_and_always_one_row() -> None:
@@ -108,5 +108,26 @@ def test_named_terms(query: str, names: list[str]) -> None:
 def test_gate_fails_on_a_name_the_index_never_mentions_unless_a_file_was_named() -> None:
     rows = [ev("a.md", "Kafka consumers everywhere", 0.05)]
     assert relevance_gate(rows, ["kafka"], absent_names=["Kafka"]).passed is False
-    exact = [ev("a.md", "x", 0.5, lanes={"exact": 1})]
-    assert relevance_gate(exact, ["kafka"], absent_names=["Kafka"]).passed is True
+    exact = [ev("docs/a.md", "x", 0.5, lanes={"exact": 1})]
+    assert relevance_gate(exact, ["kafka"], absent_names=["Kafka"], named_files=["a.md"]).passed is True
+    # a hint that came from an alias, not from the user, does not vouch for the question
+    assert relevance_gate(exact, ["kafka"], absent_names=["Kafka"]).passed is False
+
+
+@pytest.mark.parametrize(
+    ("path", "is_test"),
+    [("tests/unit/test_x.py", True), ("pkg/test_utils.py", True), ("a/conftest.py", True),
+     ("src/testing/x.py", True), ("docs/testing.md", False), ("stores/latest.py", False)],
+)
+def test_test_paths(path: str, is_test: bool) -> None:
+    from nodes.context_retrieval.adapter import is_test_path
+
+    assert is_test_path(path) is is_test
+
+
+def test_tests_are_demoted_unless_asked_about() -> None:
+    from nodes.context_retrieval.adapter import demote_tests, mentions_tests
+
+    rows = fuse({"semantic": [row("t", "tests/test_a.py"), row("s", "stores/a.py")]})
+    assert [r.path for r in demote_tests(rows)] == ["stores/a.py", "tests/test_a.py"]
+    assert mentions_tests("Как тестировать зависимости?") and not mentions_tests("Как настроить CORS?")

@@ -1,0 +1,145 @@
+"""`langgraph dev` started offline by the test; the langgraph-sdk client runs both graphs of langgraph.json.
+
+The server's graphs use this test run's embedded PostgreSQL (DATABASE_URL) and the real offline `use`
+embedder. Flow: index a small Russian corpus through `lotsman_index`, then two turns on one thread of
+`lotsman`, the second a follow-up that only makes sense with the first.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+
+from graph.builder import STAGES
+from tests.e2e.conftest import CORS_DISABLE_LINES, ROOT, SMALL_CORPUS, VENV_BIN, cited_paths, covers
+
+READY_TIMEOUT_S = 90.0
+
+
+class DevServer:
+    """A running `langgraph dev` subprocess and its log file."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
+        self.proc, self.url, self.log = proc, url, log
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+def _wait_ready(server: DevServer) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            break
+        try:
+            if httpx.get(f"{server.url}/ok", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    print(f"--- langgraph dev log ({server.log}) ---\n{server.log_text()}")
+    pytest.fail(f"langgraph dev not ready within {READY_TIMEOUT_S:.0f}s (exit code {server.proc.poll()})")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)  # our own process group (start_new_session=True)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def dev_server(offline_env: Callable[..., dict[str, str]], tmp_path_factory: pytest.TempPathFactory,
+               db) -> Iterator[DevServer]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = tmp_path_factory.mktemp("langgraph-dev") / "server.log"
+    exe = VENV_BIN / "langgraph"
+    # --no-reload: other people edit the repo while tests run; a hot reload would restart the server mid-test.
+    cmd = [str(exe), "dev", "--no-browser", "--no-reload", "--port", str(port), "--host", "127.0.0.1"]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=offline_env(LOTSMAN_EMBEDDER="use"), stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    server = DevServer(proc, f"http://127.0.0.1:{port}", log)
+    try:
+        _wait_ready(server)
+        yield server
+    finally:
+        _stop(proc)
+
+
+def human(text: str) -> dict[str, object]:
+    return {"messages": [{"role": "human", "content": text}]}
+
+
+async def test_index_graph_then_two_turn_thread(dev_server: DevServer, small_corpus: Path, db) -> None:
+    from stores.sessions import find_session
+
+    client = get_client(url=dev_server.url)
+    session = f"srv-{uuid.uuid4().hex[:8]}"
+
+    graph_ids = {a["graph_id"] for a in await client.assistants.search(limit=20)}
+    assert {"lotsman", "lotsman_index"} <= graph_ids
+
+    # --- the index graph on the server --------------------------------------------------------------
+    out = await client.runs.wait(None, "lotsman_index", input={"path": str(small_corpus), "session": session})
+    report = out["report"]
+    assert report["session"] == session
+    assert report["kind"] == "snapshot"
+    assert report["files_seen"] == report["files_indexed"] == len(SMALL_CORPUS)
+    assert report["skipped"] == []
+    layers = report["rows_per_layer"]
+    assert layers["D0_DOC_CHUNKS"] >= 4 and layers["D1_DOCUMENT_CATALOG"] == 4
+    assert layers["C3_ENTRYPOINTS"] >= 1, "the FastAPI-like route should be an entrypoint"
+    with db.connection() as conn:  # the server wrote into this test run's database
+        stored = find_session(conn, session)
+    assert stored is not None and stored.embedder == "use"
+
+    # --- two turns on one thread -----------------------------------------------------------------------
+    thread = await client.threads.create()
+    context = {"rag_session_id": session}
+    first = await client.runs.wait(thread["thread_id"], "lotsman",
+                                   input=human("Как настроить CORS в приложении?"), context=context)
+    assert set(first) >= {"answer", "citations", "route", "abstained", "timings_ms"}
+    assert first["abstained"] is False
+    assert "docs/cors.md" in cited_paths(first["citations"])
+    assert set(first["timings_ms"]) == set(STAGES)
+
+    second = await client.runs.wait(thread["thread_id"], "lotsman", input=human("А как это отключить?"),
+                                    context=context)
+    assert second["abstained"] is False, second["answer"]
+    assert covers(second["citations"], "docs/cors.md", CORS_DISABLE_LINES[0]), second["citations"]
+    assert "docs/cors.md" in second["answer"]
+
+    state = await client.threads.get_state(thread["thread_id"])
+    kinds = [m["type"] for m in state["values"]["messages"]]
+    assert kinds == ["human", "ai", "human", "ai"], "the server's checkpointer keeps the conversation"
+
+    # Control: the same follow-up on a fresh thread has nothing to lean on.
+    alone = await client.runs.wait(None, "lotsman", input=human("А как это отключить?"), context=context)
+    assert alone["abstained"] is True, alone["answer"]
+    assert not covers(alone["citations"], "docs/cors.md", CORS_DISABLE_LINES[0])
+
+
+async def test_unknown_session_fails_the_run_with_a_named_error(dev_server: DevServer) -> None:
+    """A run on a session that was never indexed fails as `SessionNotFoundError`; the server stays up."""
+    client = get_client(url=dev_server.url)
+    with pytest.raises(Exception, match="SessionNotFoundError"):
+        await client.runs.wait(None, "lotsman", input=human("Что такое CORS?"),
+                               context={"rag_session_id": f"never-indexed-{uuid.uuid4().hex[:6]}"})
+    assert httpx.get(f"{dev_server.url}/ok", timeout=5).status_code == 200
