@@ -127,6 +127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `lotsman retrieve ... | head`: the reader left, nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as exc:  # the last line of defence: one line, never a traceback
         if os.environ.get("LOTSMAN_DEBUG"):
             raise

@@ -88,8 +88,8 @@ class RagRepository:
         return sorted(r["word"] for r in rows)
 
     def absent_terms(self, session: RagSession, words: Sequence[str]) -> list[str]:
-        """The words that occur nowhere in the session's index (compared as stemmed lexemes, the parts of
-        `API-key` or `os.path` together in one row; words that stem to nothing are never reported)."""
+        """The words that occur nowhere in the session's index (compared as stemmed lexemes: the whole
+        token, or the parts of `API-key` / `os.path` together in one row; words that stem to nothing are never reported)."""
         words = [w for w in dict.fromkeys(words) if w.strip()][:16]
         if not words:
             return []
@@ -98,7 +98,8 @@ class RagRepository:
             WHERE numnode(plainto_tsquery('russian', translate(w, '-.', '  '))) > 0 AND NOT EXISTS (
                 SELECT 1 FROM "{session.table}" c WHERE c.rag_session_id = %(sid)s AND c.generation =
                     (SELECT active_generation FROM rag_sessions WHERE rag_session_id = %(sid)s)
-                AND c.tsv @@ plainto_tsquery('russian', translate(w, '-.', '  ')))""",
+                AND (c.tsv @@ plainto_tsquery('russian', translate(w, '-.', '  '))
+                     OR c.tsv @@ plainto_tsquery('russian', w)))""",
             {"sid": session.rag_session_id, "words": words},
         )
         return [r["w"] for r in rows]

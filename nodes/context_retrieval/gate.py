@@ -16,7 +16,7 @@ from nodes.evidence import EvidenceRow
 
 SIMILARITY_PASS = 0.80
 """Best cosine similarity that passes on its own (a near-paraphrase)."""
-COVERAGE_PASS = 0.3
+COVERAGE_PASS = 0.15
 """Share of key terms that must occur in the top evidence (low: English questions over Russian docs
 share few words with them; names absent from the index are the sharper test)."""
 GATE_TOP_N = 6
@@ -54,12 +54,14 @@ def key_terms(text: str, extra: Iterable[str] = ()) -> list[str]:
     return list(out)[:12]
 
 
-_NAMED = re.compile(r"(?<![\w/.-])[A-Za-z][A-Za-z0-9+#]*(?:[.-][A-Za-z0-9]+)*")
+_NAMED = re.compile(r"(?<![\w/.-])(?:[A-Za-z][A-Za-z0-9_+#]*(?:[.-][A-Za-z0-9_]+)*|[А-ЯЁ][а-яё]+)")
+_CYRILLIC = re.compile(r"[А-ЯЁа-яё]")
 
 
 def named_terms(text: str) -> list[str]:
-    """Latin-script names in a request: words with a capital after the first letter or a digit
-    (`gRPC`, `OAuth2`, `AWS`), or capitalised words that are not question/stop words (`Kafka`).
+    """Names in a request: Latin words with a capital after the first letter or a digit (`gRPC`, `OAuth2`,
+    `AWS`), capitalised Latin words that are not stop words (`Kafka`), identifiers with an underscore, and
+    capitalised Cyrillic words inside a sentence (proper names).
 
     A name the corpus never mentions is the strongest sign a question is about something else; plain
     words are not checked, since English questions over Russian docs share few plain words with them.
@@ -67,9 +69,16 @@ def named_terms(text: str) -> list[str]:
     out: dict[str, None] = {}
     for m in _NAMED.finditer(text):
         word = m.group(0)
-        if word.lower() in STOPWORDS or len(word) < 2:
+        if word.lower() in STOPWORDS or len(word) < 3:
             continue
-        if any(ch.isupper() for ch in word[1:]) or any(ch.isdigit() for ch in word) or word[0].isupper():
+        before = text[: m.start()].rstrip()
+        sentence_start = not before or before[-1] in ".!?:«\"("
+        if _CYRILLIC.search(word):
+            if word[0].isupper() and not sentence_start:
+                out.setdefault(word, None)
+            continue
+        if ("_" in word.strip("_") or any(ch.isupper() for ch in word[1:]) or any(ch.isdigit() for ch in word)
+                or word[0].isupper()):
             out.setdefault(word, None)
     return list(out)
 

@@ -94,7 +94,9 @@ def test_token_cap_keeps_rank_order_and_always_one_row() -> None:
         ("How do I set up the OAuth2 password flow in FastAPI?", ["OAuth2", "FastAPI"]),
         ("Как подключить консьюмер Kafka?", ["Kafka"]),
         ("Как сделать TOTP-коды?", ["TOTP"]),
-        ("Where is `get_openapi` implemented?", []),
+        ("Where is `get_openapi` implemented?", ["get_openapi"]),
+        ("Как подключить бот к Вконтакте?", ["Вконтакте"]),
+        ("Как загрузить ML-модель?", []),  # two letters: too short to be sure it is a name
         ("Как настроить CORS?", ["CORS"]),
         ("How do I do it?", []),
     ],
