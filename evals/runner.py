@@ -120,7 +120,8 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
                               max_bytes=settings.max_file_bytes, batch_size=settings.embed_batch_size)
     index_s = time.perf_counter() - t0
     graph = build_graph(deps, checkpointer=InMemorySaver())
-    context = Context(rag_session_id=session, retriever=retriever, token_cap=settings.token_cap)
+    context = Context(rag_session_id=session, retriever=retriever, token_cap=settings.token_cap,  # type: ignore[arg-type]
+                      top_k=settings.top_k)
     results = asyncio.run(run_cases(graph, cases, context))
     summary = aggregate(results)
     return {

@@ -29,7 +29,9 @@ def build_graph(deps: GraphDeps | None = None, *, checkpointer: Any = None, name
         name: graph name (shown in LangSmith and when embedded as a subgraph).
     """
     deps = deps or GraphDeps.from_settings()
-    builder = StateGraph(State, context_schema=Context, input_schema=InputState, output_schema=OutputState)
+    builder: StateGraph[State, Context, InputState, OutputState] = StateGraph(
+        State, context_schema=Context, input_schema=InputState, output_schema=OutputState
+    )
     builder.add_node("conversation_understanding", steps.conversation_understanding(deps))
     builder.add_node("intent_routing", steps.intent_routing(deps), retry_policy=DB_RETRY)
     builder.add_node("retrieval_policy", steps.retrieval_policy(deps), retry_policy=DB_RETRY)

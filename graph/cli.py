@@ -17,7 +17,7 @@ Handler = Callable[[argparse.Namespace, Settings], int]
 
 
 def _cmd_db(args: argparse.Namespace, settings: Settings) -> int:
-    from stores.database import embedded_status, redact_url, start_embedded, stop_embedded
+    from stores.database import redact_url, start_embedded, stop_embedded
 
     if settings.database_url and args.action != "status":
         print(f"DATABASE_URL is set ({redact_url(settings.database_url)}): the embedded server is not used")

@@ -24,7 +24,8 @@ class ProgressBar:
             filled = int(self.width * done / total)
             bar = "#" * filled + "." * (self.width - filled)
             end = "\n" if done >= total else ""
-            self.stream.write(f"\r{stage:<6} [{bar}] {done}/{total} {pct:3d}% {time.perf_counter() - self._t0:5.1f}s{end}")
+            elapsed = time.perf_counter() - self._t0
+            self.stream.write(f"\r{stage:<6} [{bar}] {done}/{total} {pct:3d}% {elapsed:5.1f}s{end}")
             self.stream.flush()
         elif pct // 10 > self._last.get(stage, -1) or done >= total:
             self._last[stage] = pct // 10

@@ -18,7 +18,8 @@ from langgraph.runtime import Runtime
 from graph.context import Context
 from graph.state import State
 
-Node = Callable[[State, Runtime[Context]], Awaitable[dict[str, Any]]]
+# `(state, runtime) -> update`; typed loosely because LangGraph matches node signatures structurally.
+Node = Callable[..., Awaitable[dict[str, Any]]]
 
 MAX_QUESTION_CHARS = 8000
 """Longer questions are cut (documented fallback): nobody asks 8,000 characters, pastes do."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
-import warnings
 import os
 import subprocess
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 

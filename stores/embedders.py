@@ -99,8 +99,8 @@ class GigaChatBatchedEmbeddings(LotsmanEmbeddings):
         self._batch_size = batch_size
         self._dim: int | None = None
 
-    @property  # type: ignore[override]
-    def dim(self) -> int:
+    @property
+    def dim(self) -> int:  # type: ignore[override]
         if self._dim is None:
             self._dim = len(self._client.embed_query("dimension probe"))
         return self._dim

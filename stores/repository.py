@@ -89,7 +89,8 @@ class RagRepository:
 
     def absent_terms(self, session: RagSession, words: Sequence[str]) -> list[str]:
         """The words that occur nowhere in the session's index (compared as stemmed lexemes: the whole
-        token, or the parts of `API-key` / `os.path` together in one row; words that stem to nothing are never reported)."""
+        token, or the parts of `API-key` / `os.path` together in one row; words that stem to nothing are
+        never reported)."""
         words = [w for w in dict.fromkeys(words) if w.strip()][:16]
         if not words:
             return []

@@ -167,7 +167,7 @@ class RetrievalAdapter:
             lanes_enabled: restrict to these lanes (baselines: ["semantic"] or ["lexical"]).
         """
         timings: dict[str, float] = {}
-        lanes: dict[str, list[Mapping[str, Any]]] = {}
+        lanes: dict[str, Sequence[Mapping[str, Any]]] = {}
         hints = list(plan.filters.get("target_doc_hints") or [])
         if not query.strip() and not hints and not file_names:
             empty = GateDecision(False, "empty request", 0.0, 0.0)

@@ -87,10 +87,10 @@ class _Prepared:
 def parse_file(source: SourceFile) -> tuple[list[ChunkRecord], list[str]]:
     """Run the pipeline that fits the file; raises `CodeParseError` for broken Python."""
     if source.path.endswith(".py"):
-        result = index_python(source.path, source.text)
-    else:
-        result = index_markdown(source.path, source.text)
-    return list(result.records), list(result.warnings)
+        code = index_python(source.path, source.text)
+        return list(code.records), list(code.warnings)
+    docs = index_markdown(source.path, source.text)
+    return list(docs.records), list(docs.warnings)
 
 
 class _Embedder:
