@@ -36,6 +36,8 @@ def find_conflicts(spans: Sequence[Span], rows: Sequence[EvidenceRow], terms: Se
     wanted_stems = {stem(t) for t in terms}
     values: dict[str, dict[str, str]] = {}
     for span in spans:
+        if span.layer == "D1_DOCUMENT_CATALOG":
+            continue  # catalog cards are index metadata, not statements that can contradict each other
         for match in [*_ASSIGN.finditer(span.text), *_PROSE_DEFAULT.finditer(span.text)]:
             name, value = match.group(1), match.group(2).strip("\"'").rstrip(".,;:")
             if name.lower() in wanted and value and value != name:

@@ -138,6 +138,20 @@ def _line_spans(row: EvidenceRow, weight: float, scoring: Scoring) -> list[Span]
     return spans
 
 
+_CARD_LABEL = re.compile(r"^\s*[A-Z][A-Za-z ]{1,20}:\s")
+
+
+def quotable_text(row: EvidenceRow) -> str:
+    """What may be quoted from a synthesized row: a catalog card's summary (or title), never its
+    `Path:` / `Type:` / `Sections:` index labels; other layers' text as it is."""
+    if row.layer == "D1_DOCUMENT_CATALOG":
+        summary = str(row.metadata.get("summary") or "").strip()
+        unlabelled = " ".join(line for line in row.content.splitlines() if not _CARD_LABEL.match(line))
+        text = " ".join((summary or unlabelled or row.title).split())
+        return text if len(text) <= MAX_SPAN_CHARS else text[: MAX_SPAN_CHARS - 1].rsplit(" ", 1)[0] + "…"
+    return row_text(row)
+
+
 def row_text(row: EvidenceRow, limit: int = MAX_SPAN_CHARS) -> str:
     """A synthesized row's content on one line, trimmed."""
     text = " ".join(row.content.split()) or row.title
@@ -162,7 +176,7 @@ def candidate_spans(row: EvidenceRow, rank: int, scoring: Scoring) -> list[Span]
     found = hits(scoring.stems, stems_of(f"{row.title} {row.content}"))
     if not found:
         return []
-    text = row_text(row)
+    text = quotable_text(row)
     raw = sum(scoring.idf[t] for t in found) + (DISTINCTIVE_BONUS if is_distinctive(text) else 0)
     factor = CATALOG_FACTOR if row.layer == "D1_DOCUMENT_CATALOG" else SYNTHESIZED_FACTOR
     return [Span(path=row.path, start_line=row.span_start, end_line=row.span_end, text=text, row_id=row.id,

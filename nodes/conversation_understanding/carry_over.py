@@ -152,6 +152,9 @@ def _surface_topics(text: str) -> list[str]:
     return list(out)
 
 
+_LABEL = re.compile(r"\b\w+:(?=\s)")
+
+
 def _carry(question: str, history: Sequence[dict[str, str]]) -> list[str]:
     """Terms of earlier turns the question leaves out: user anchors, assistant anchors, user topics."""
     own = {w.lower()[:5] for w in _WORD.findall(question)} | {a.lower() for a in anchors_of(question)}
@@ -165,7 +168,9 @@ def _carry(question: str, history: Sequence[dict[str, str]]) -> list[str]:
             break  # the latest substantive turn wins; older turns only fill in for bare follow-ups
     assistant = next((t.get("content", "") for t in reversed(history) if t.get("role") == "assistant"), "")
     cited = [m.group(1) for m in _CITED_PATH.finditer(assistant)][:1]
-    helper = [a for a in anchors_of(_CITED_PATH.sub(" ", assistant)) if not is_file_name(a)]
+    # "Path:", "Sources:"-style labels in an answer are layout, not topic.
+    assistant_text = _LABEL.sub(" ", _CITED_PATH.sub(" ", assistant))
+    helper = [a for a in anchors_of(assistant_text) if not is_file_name(a)]
     helper = helper[:MAX_ASSISTANT_ANCHORS]
     out: dict[str, None] = {}
     for term in [*user_anchors, *helper, *user_topics, *cited]:

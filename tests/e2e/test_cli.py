@@ -150,10 +150,6 @@ def test_chat_ends_on_empty_input(lotsman: Run, indexed: str) -> None:
     assert _answers(proc.stdout) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: extractive answers quote D1_DOCUMENT_CATALOG rows verbatim, index labels included "
-    "('Настройка CORS Path: docs/cors.md Type: doc Summary: ...'); a follow-up then carries 'Path'/'Type' "
-    "over as topic anchors, which can surface a bogus conflict note 'Path: docs/cors.md ≠ docs/deploy.md'"))
 def test_answer_does_not_quote_index_labels(lotsman: Run, indexed: str) -> None:
     proc = lotsman("ask", "Как настроить CORS?", "--session", indexed)
     assert proc.returncode == 0, proc.stderr

@@ -212,3 +212,11 @@ def test_top_rows_add_identifier_lines_without_a_term_hit_as_low_scored_fillers(
     analysis = run("allow_origins", [CORS_ROW])
     fillers = [s for s in analysis.spans if not s.terms]
     assert fillers and all(f.score < max(s.score for s in analysis.spans) for f in fillers)
+
+
+def test_catalog_cards_are_quoted_without_index_labels() -> None:
+    card = "Настройка CORS\nPath: docs/cors.md\nType: doc\nSummary: CORSMiddleware и allow_origins\nSections: a; b"
+    row = ev("d1", "docs/cors.md", card, 1, layer="D1_DOCUMENT_CATALOG", span_end=13)
+    row = row.model_copy(update={"metadata": {"summary": "CORSMiddleware и allow_origins"}})
+    spans = run("allow_origins CORSMiddleware", [row]).spans
+    assert spans and all("Path:" not in s.text and "Type:" not in s.text for s in spans)
