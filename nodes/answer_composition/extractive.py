@@ -53,6 +53,10 @@ def _quote(span: Span) -> str:
     text = " ".join(span.text.split()) if span.code else _prose(span.text)
     if span.code and "`" not in text:
         text = f"`{text}`"
+    section = _prose(span.section)
+    if section and section.lower() not in text.lower():
+        # The section a line sits in often names the thing the line describes ("GZipMiddleware").
+        text = f"«{section}»: {text}"
     return f"- {text} {cite}"
 
 

@@ -51,6 +51,8 @@ class Span(BaseModel):
     """True for source code and fenced code blocks (the answer renders them as code)."""
     terms: list[str] = Field(default_factory=list)
     """Key terms that occur in the span (empty for a lead span of an exact-file hit)."""
+    section: str = ""
+    """Heading of the document section the span sits in (D0), so a quote says what it is about."""
 
     @property
     def citation(self) -> str:

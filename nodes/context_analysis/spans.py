@@ -115,7 +115,7 @@ def _line_spans(row: EvidenceRow, weight: float, scoring: Scoring) -> list[Span]
         if found:
             raw = sum(scoring.idf[t] for t in found) + (DISTINCTIVE_BONUS if is_distinctive(line.text) else 0)
             scored.append((raw * KIND_FACTOR[line.kind] * weight, i))
-        elif weight >= TOP_ROW_WEIGHT and is_distinctive(line.text):
+        elif weight >= TOP_ROW_WEIGHT and line.kind != "heading" and is_distinctive(line.text):
             # The best rows' identifiers and values often sit on lines that repeat none of the question's
             # words (a paraphrase, a code line under the matching prose): keep them as low-scored fillers.
             scored.append((UNMATCHED_DISTINCTIVE * KIND_FACTOR[line.kind] * weight, i))
@@ -132,7 +132,8 @@ def _line_spans(row: EvidenceRow, weight: float, scoring: Scoring) -> list[Span]
         text = trim("\n".join(line.text for line in lines[start : end + 1]), scoring.stems)
         spans.append(Span(path=row.path, start_line=lines[start].number, end_line=lines[end].number,
                           text=text, row_id=row.id, score=round(score, 4), layer=row.layer,
-                          code=lines[i].code, terms=hits(scoring.stems, stems_of(text))))
+                          code=lines[i].code, terms=hits(scoring.stems, stems_of(text)),
+                          section=section_of(row)))
         if len(spans) >= SPANS_PER_ROW:
             break
     return spans
@@ -150,6 +151,15 @@ def quotable_text(row: EvidenceRow) -> str:
         text = " ".join((summary or unlabelled or row.title).split())
         return text if len(text) <= MAX_SPAN_CHARS else text[: MAX_SPAN_CHARS - 1].rsplit(" ", 1)[0] + "…"
     return row_text(row)
+
+
+def section_of(row: EvidenceRow) -> str:
+    """The heading a docs chunk belongs to (its last section-path entry), without `{ #anchor }`."""
+    if row.layer != "D0_DOC_CHUNKS":
+        return ""
+    path = row.metadata.get("section_path") or []
+    heading = str(path[-1]) if path else str(row.metadata.get("heading") or "")
+    return re.sub(r"\s*\{\s*#[^}]*\}\s*$", "", heading).strip()
 
 
 def row_text(row: EvidenceRow, limit: int = MAX_SPAN_CHARS) -> str:

@@ -79,7 +79,7 @@ CODE_SLOT_IDENTIFIER = 2
 """…and when it only names catalogued symbols (the docs may explain them better: keep two doc rows first)."""
 
 
-TEST_PENALTY = 0.5
+TEST_PENALTY = 0.3
 """Share of its fused score a test file keeps when the request is not about tests (seed 001's
 `prefer_non_tests` applies to the ranked lane only; tests also arrive through the other lanes)."""
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$")

@@ -300,3 +300,16 @@ async def test_answer_tokens_reach_langgraphs_messages_stream() -> None:
     graph.add_edge("compose", END)
     tokens = [chunk.content async for chunk, _meta in graph.compile().astream({}, stream_mode="messages")]
     assert len(tokens) > 1 and "".join(tokens).endswith("[docs/ru/docs/tutorial/cors.md:40-44].")
+
+
+def test_a_quote_is_labelled_with_its_section_heading() -> None:
+    from nodes.evidence import EvidenceRow
+    from nodes.intent_routing import RouteResult
+
+    row = EvidenceRow(id="g", path="docs/middleware.md", layer="D0_DOC_CHUNKS", span_start=75, span_end=77,
+                      content="## `GZipMiddleware` { #gzipmiddleware }\n\nСжимает ответы, если клиент шлёт gzip.",
+                      metadata={"section_path": ["Middleware", "`GZipMiddleware` { #gzipmiddleware }"]})
+    route = RouteResult(user_query="q", intent="DOC_EXPLAIN", routing_domain="DOCS")
+    analysis = analyze("Как сжимать ответы gzip?", ["сжимать", "gzip"], [row], True, route)
+    text = compose_extractive("Как сжимать ответы gzip?", analysis, route).text
+    assert "«`GZipMiddleware`»: Сжимает ответы" in text and "[docs/middleware.md:77-77]" in text
