@@ -10,7 +10,8 @@ from __future__ import annotations
 import posixpath
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,9 @@ from stores.sessions import RagSession
 from stores.statements import RetrieveFilters, normalize_path
 
 CANDIDATES = 60
+
+_POOL = ThreadPoolExecutor(max_workers=6, thread_name_prefix="lotsman-lane")
+"""Shared by all adapters: each request runs up to five lane queries at once."""
 """Rows each SQL lane contributes before fusion."""
 
 
@@ -177,41 +181,56 @@ class RetrievalAdapter:
         def on(lane: str) -> bool:
             return enabled is None or lane in enabled
 
-        t = time.perf_counter()
-        if on("exact") and hints:
-            lanes["exact"] = self.repository.retrieve_exact_files(session, hints, limit=self.candidates)
-        found = {r["path"] for r in lanes.get("exact", [])}
-        wanted = missing_hints(hints, found) + [f for f in file_names if normalize_path(f) not in found]
-        if on("substring") and wanted:
-            lanes["substring"] = self._substring_lane(session, wanted)
-        timings["paths"] = _ms(t)
+        def timed(name: str, fn: Callable[[], Any]) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn()
+            finally:
+                timings[name] = _ms(t0)
 
-        t = time.perf_counter()
-        embedding = self.embedder.embed_query(query) if (on("semantic") or on("code")) else None
-        timings["embed"] = _ms(t)
-        t = time.perf_counter()
-        ranked = self.repository.retrieve(session, query_embedding=embedding if on("semantic") else None,
-                                          query_text=query if (on("lexical") or on("ranked")) else "",
-                                          filters=plan_filters(plan), limit=self.candidates,
-                                          candidates=self.candidates, stop_lexemes=self.stop_lexemes)
+        def path_lanes() -> dict[str, Sequence[Mapping[str, Any]]]:
+            out: dict[str, Sequence[Mapping[str, Any]]] = {}
+            if on("exact") and hints:
+                out["exact"] = self.repository.retrieve_exact_files(session, hints, limit=self.candidates)
+            found = {r["path"] for r in out.get("exact", [])}
+            wanted = missing_hints(hints, found) + [f for f in file_names if normalize_path(f) not in found]
+            if on("substring") and wanted:
+                out["substring"] = self._substring_lane(session, wanted)
+            return out
+
+        # The lanes are independent queries: run them side by side (psycopg releases the GIL on I/O),
+        # so a request costs its slowest lane, not the sum.
+        names = named_terms(query)
+        paths_f = _POOL.submit(timed, "paths", path_lanes)
+        absent_f = _POOL.submit(timed, "names", lambda: self.repository.absent_terms(session, names)) \
+            if names else None
+        embedding = timed("embed", lambda: self.embedder.embed_query(query)) \
+            if (on("semantic") or on("code")) else None
+        ranked_f = _POOL.submit(timed, "ranked", lambda: self.repository.retrieve(
+            session, query_embedding=embedding if on("semantic") else None,
+            query_text=query if (on("lexical") or on("ranked")) else "", filters=plan_filters(plan),
+            limit=self.candidates, candidates=self.candidates, stop_lexemes=self.stop_lexemes))
+        code_f = code_sem_f = None
+        if code_plan is not None and on("code"):
+            code_f = _POOL.submit(timed, "code", lambda: self.repository.retrieve_lexical_code(
+                session, " ".join([query, *code_plan.terms]), layers=code_plan.layers, names=code_plan.terms,
+                limit=code_plan.limit * 3, stop_lexemes=self.stop_lexemes))
+            code_sem_f = _POOL.submit(timed, "code_semantic", lambda: self.repository.retrieve(
+                session, query_embedding=embedding, query_text="",
+                filters=RetrieveFilters(layers=tuple(code_plan.layers)), limit=code_plan.limit * 3,
+                candidates=self.candidates))
+        lanes.update(paths_f.result())
+        ranked = ranked_f.result()
         if on("ranked"):
             lanes["ranked"] = ranked
         if on("semantic"):
             lanes["semantic"] = by_distance(ranked)
         if on("lexical"):
             lanes["lexical"] = by_lexical(ranked)
-        timings["ranked"] = _ms(t)
-
-        if code_plan is not None and on("code"):
-            t = time.perf_counter()
-            lanes["code"] = self.repository.retrieve_lexical_code(
-                session, " ".join([query, *code_plan.terms]), layers=code_plan.layers, names=code_plan.terms,
-                limit=code_plan.limit * 3, stop_lexemes=self.stop_lexemes)
-            code_sem = self.repository.retrieve(session, query_embedding=embedding, query_text="",
-                                                filters=RetrieveFilters(layers=tuple(code_plan.layers)),
-                                                limit=code_plan.limit * 3, candidates=self.candidates)
-            lanes["code_semantic"] = by_distance(code_sem)
-            timings["code"] = _ms(t)
+        if code_f is not None and code_sem_f is not None:
+            lanes["code"] = code_f.result()
+            lanes["code_semantic"] = by_distance(code_sem_f.result())
+        absent_all = absent_f.result() if absent_f is not None else []
 
         t = time.perf_counter()
         fused = fuse(lanes, self.lane_weights)
@@ -220,8 +239,7 @@ class RetrievalAdapter:
                 fused = demote_tests(fused)
             fused = reserve_slot(diversify(fused), code_slot(code_plan))
         gate_terms = key_terms(query, terms)
-        names = named_terms(query)
-        absent = self.repository.absent_terms(session, names) if names and fused else []
+        absent = absent_all if fused else []
         decision = relevance_gate(fused, gate_terms, absent_names=absent, named_files=file_names)
         rows = apply_token_cap(fused[: max(top_k, plan.limit)], token_cap)
         timings["merge"] = _ms(t)
