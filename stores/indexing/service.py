@@ -350,7 +350,10 @@ def index_repository(
         indexed = writer.indexed_blobs(conn, session.table, session.rag_session_id, session.active_generation)
     current = {f.path: f.blob_sha for f in collected.files}
     upserts = [p for p, sha in current.items() if indexed.get(p) != sha]
-    deletes = [p for p in indexed if p not in current]
+    # A file still present but now skipped (turned binary, empty, too large) keeps its last good rows,
+    # like a file that fails to parse: only files gone from the tree are deleted.
+    skipped_now = {s.path for s in collected.skipped}
+    deletes = [p for p in indexed if p not in current and p not in skipped_now]
     # Files that produce no rows are never "indexed": skip them when the cache already knows them.
     upserts = _drop_known_empty(db, collected.files, upserts, embedder)
     report = index_changes(db, session, root, upserts, deletes, embedder, max_bytes=max_bytes,

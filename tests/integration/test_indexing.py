@@ -731,3 +731,21 @@ def test_a_file_that_breaks_keeps_its_last_good_rows(db: Database, tmp_path: Pat
         assert {r["id"] for r in active_rows(db, name, path="pkg/mod.py")} == before
     finally:
         drop_session(db, name)
+
+
+def test_a_file_that_turns_binary_keeps_its_last_good_rows(db: Database, tmp_path: Path) -> None:
+    """SPEC §8: a file still in the tree but now skipped is not treated as deleted."""
+    root = tmp_path / "repo"
+    write(root / "docs" / "a.md", "# A\n\nSome text.\n")
+    write(root / "docs" / "b.md", "# B\n\nOther text.\n")
+    name = f"binary-{uuid.uuid4().hex[:8]}"
+    emb = FakeEmbeddings()
+    try:
+        index_repository(db, root, session_name=name, embedder=emb)
+        before = {r["id"] for r in active_rows(db, name, path="docs/a.md")}
+        write(root / "docs" / "a.md", b"\x00\x01binary now")
+        report = index_repository(db, root, session_name=name, embedder=emb)
+        assert any(s.path == "docs/a.md" for s in report.skipped) and report.files_deleted == 0
+        assert {r["id"] for r in active_rows(db, name, path="docs/a.md")} == before
+    finally:
+        drop_session(db, name)
