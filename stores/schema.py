@@ -13,7 +13,7 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bump and add a step to `_UPGRADES` when the schema changes; upgrades run in order."""
 
 CHUNK_TABLE_PREFIX = "rag_chunks_d"
@@ -86,6 +86,7 @@ CREATE INDEX IF NOT EXISTS {ix_hnsw} ON {table} USING hnsw (embedding vector_cos
 CREATE INDEX IF NOT EXISTS {ix_tsv} ON {table} USING gin (tsv);
 CREATE INDEX IF NOT EXISTS {ix_domain} ON {table} (lower(metadata_json->>'domain'));
 CREATE INDEX IF NOT EXISTS {ix_subdomain} ON {table} (lower(metadata_json->>'subdomain'));
+CREATE INDEX IF NOT EXISTS {ix_name} ON {table} (rag_session_id, lower(metadata_json->>'name'));
 """
 
 # An OR of the query's lexemes minus the session's too-frequent ones (a stand-in for BM25's IDF: ts_rank
@@ -101,7 +102,21 @@ $$;
 """
 
 # version -> SQL applied when upgrading *to* that version (version 1 is the base DDL itself).
-_UPGRADES: dict[int, str] = {2: _OR_TSQUERY_DDL}
+_UPGRADES: dict[int, str] = {
+    2: _OR_TSQUERY_DDL,
+    # v3: symbol-name lookups of the code lane get an index on every existing chunk table.
+    3: """
+DO $$
+DECLARE t text;
+BEGIN
+    FOR t IN SELECT tablename FROM pg_tables
+             WHERE schemaname = current_schema() AND tablename ~ '^rag_chunks_d[0-9]+$' LOOP
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I (rag_session_id, lower(metadata_json->>''name''))',
+                       t || '_name', t);
+    END LOOP;
+END $$;
+""",
+}
 
 
 def chunk_table(dim: int) -> str:
@@ -158,7 +173,7 @@ def ensure_space(conn: psycopg.Connection, dim: int) -> str:
             "table": sql.Identifier(table),
             "dim": sql.Literal(dim),
             **{k: sql.Identifier(f"{table}_{k[3:]}") for k in
-               ("ix_session", "ix_path", "ix_hnsw", "ix_tsv", "ix_domain", "ix_subdomain")},
+               ("ix_session", "ix_path", "ix_hnsw", "ix_tsv", "ix_domain", "ix_subdomain", "ix_name")},
         }
         conn.execute(sql.SQL(_CHUNK_DDL).format(**names))
         _refresh_view(conn)

@@ -232,13 +232,24 @@ LIMIT %(limit)s""").format(
         where = _Where()
         self.scope(where, session_id)
         where.add("c.layer = ANY(%(layers)s)", layers=list(layers))
-        where.add("(c.tsv @@ " + TSQ + " OR lower(c.metadata_json->>'name') = ANY(%(names)s))",
-                  qtext=" ".join(terms), stop=list(stop_lexemes), names=names)
+        # Two index-friendly candidate sets instead of one OR (an OR across the GIN-indexed tsv and the
+        # name expression made PostgreSQL scan the whole table): lexical matches ∪ exact symbol names.
+        cand = sql.SQL(
+            "SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ + " "
+            "UNION SELECT c.id FROM {t} c WHERE {w} AND lower(c.metadata_json->>'name') = ANY(%(names)s)"
+        ).format(t=self.table, w=where.sql())
         # NULL-safe: rows without a name must sort after name matches, not first (NULLs lead in DESC).
         order = ("coalesce(lower(c.metadata_json->>'name') = ANY(%(names)s), false) DESC, "
                  "array_position(%(layers)s::text[], c.layer), "
                  "ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC")
-        return self._plain(where, order, limit)
+        stmt = sql.SQL(
+            "SELECT c.id::text AS id, c.path, c.layer, c.title, c.content, c.metadata_json AS metadata, "
+            "c.span_start, c.span_end FROM {t} c WHERE c.id IN (" + "{cand}" + ") ORDER BY " + order
+            + " LIMIT %(limit)s"
+        ).format(t=self.table, cand=cand)
+        params = {**where.params, "qtext": " ".join(terms), "stop": list(stop_lexemes), "names": names,
+                  "limit": limit}
+        return stmt, params
 
     def _plain(self, where: _Where, order: str, limit: int) -> tuple[sql.Composable, dict[str, Any]]:
         stmt = sql.SQL(
