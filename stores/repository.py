@@ -29,7 +29,9 @@ class RagRepository:
                 # Filtered HNSW scans keep going until enough rows pass the filters (pgvector >= 0.8).
                 cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 cur.execute(f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}")
-            cur.execute(stmt, params)
+            # Never a prepared statement: a generic plan cannot fold lotsman_or_tsquery(…) into a constant,
+            # so the GIN index goes unused and p95 jumps to seq-scan times after the fifth call.
+            cur.execute(stmt, params, prepare=False)
             rows = cur.fetchall()
         for row in rows:
             row["metadata"] = row.get("metadata") or {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Bump and add a step to `_UPGRADES` when the schema changes; upgrades run in order."""
 
 CHUNK_TABLE_PREFIX = "rag_chunks_d"
@@ -102,6 +102,19 @@ $$;
 """
 
 # version -> SQL applied when upgrading *to* that version (version 1 is the base DDL itself).
+# Pairs of the query's lexemes ('a & b' | 'a & c' | ...): rows that match two of them. The lexical lane
+# ranks these first and falls back to the plain OR only when they are too few.
+_PAIRS_TSQUERY_DDL = """
+CREATE OR REPLACE FUNCTION lotsman_pairs_tsquery(q text, stop text[]) RETURNS tsquery
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    WITH l AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('russian', q))
+               WHERE lexeme <> ALL(coalesce(stop, '{}'::text[])))
+    SELECT coalesce(to_tsquery('simple', string_agg(
+               '(' || quote_literal(a.lexeme) || ' & ' || quote_literal(b.lexeme) || ')', ' | ')), ''::tsquery)
+    FROM l a JOIN l b ON a.lexeme < b.lexeme
+$$;
+"""
+
 _UPGRADES: dict[int, str] = {
     2: _OR_TSQUERY_DDL,
     # v3: symbol-name lookups of the code lane get an index on every existing chunk table.
@@ -116,6 +129,7 @@ BEGIN
     END LOOP;
 END $$;
 """,
+    4: _PAIRS_TSQUERY_DDL,
 }
 
 

@@ -53,6 +53,9 @@ def query_terms(text: str, *, min_len: int = 3) -> list[str]:
 
 
 TSQ = "lotsman_or_tsquery(%(qtext)s, %(stop)s::text[])"
+TSQ_PAIRS = "lotsman_pairs_tsquery(%(qtext)s, %(stop)s::text[])"
+LEXICAL_CODE_CAP = 400
+"""Most lexical code candidates ranked per request (exact symbol names always come in addition)."""
 """The lexical query: an OR of the query's lexemes without the session's too-frequent ones (schema v2)."""
 
 
@@ -161,17 +164,26 @@ class RetrievalStatementBuilder:
                 "(SELECT c.id FROM {t} c WHERE {w} AND c.embedding IS NOT NULL "
                 "ORDER BY c.embedding <=> %(qvec)s::vector LIMIT %(cand)s)"
             ).format(t=self.table, w=where.sql()))
+        lexical_ctes = sql.SQL("")
         if terms:
-            parts.append(sql.SQL(
-                "(SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ + " "
+            # Rows matching two of the request's lexemes first; the plain OR query (every row with any
+            # lexeme, all of them ranked) only runs when pairs give too few candidates. On large sessions
+            # ranking every OR match dominated the request; on small ones the OR query still decides.
+            lexical_ctes = sql.SQL(
+                "lex_pairs AS (SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ_PAIRS + " "
                 "ORDER BY ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC LIMIT %(cand)s)"
-            ).format(t=self.table, w=where.sql()))
+                ", lex_or AS (SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ + " "
+                "AND (SELECT count(*) FROM lex_pairs) < %(cand)s "
+                "ORDER BY ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC LIMIT %(cand)s), "
+            ).format(t=self.table, w=where.sql())
+            parts.append(sql.SQL("(SELECT id FROM lex_pairs)"))
+            parts.append(sql.SQL("(SELECT id FROM lex_or)"))
         if not parts:
             return sql.SQL("SELECT NULL WHERE FALSE"), {}
         distance = (sql.SQL("(c.embedding <=> %(qvec)s::vector)") if query_embedding is not None
                     else sql.SQL("NULL::float8"))
         stmt = sql.SQL("""
-WITH cand AS ({cand})
+WITH {lexical_ctes}cand AS ({cand})
 SELECT c.id::text AS id, c.path, c.layer, c.title, c.content, c.metadata_json AS metadata,
        c.span_start, c.span_end,
        {distance} AS distance,
@@ -191,7 +203,8 @@ FROM {t} c JOIN (SELECT DISTINCT id FROM cand) k ON k.id = c.id
 ORDER BY prefer_bonus DESC, test_penalty ASC, layer_rank ASC, lexical_rank ASC, structural_rank ASC,
          distance ASC NULLS LAST, lexical_score DESC
 LIMIT %(limit)s""").format(
-            cand=sql.SQL(" UNION ALL ").join(parts), distance=distance, t=self.table, tsq=sql.SQL(TSQ)
+            cand=sql.SQL(" UNION ALL ").join(parts), distance=distance, t=self.table, tsq=sql.SQL(TSQ),
+            lexical_ctes=lexical_ctes,
         )
         return stmt, params
 
@@ -234,8 +247,12 @@ LIMIT %(limit)s""").format(
         where.add("c.layer = ANY(%(layers)s)", layers=list(layers))
         # Two index-friendly candidate sets instead of one OR (an OR across the GIN-indexed tsv and the
         # name expression made PostgreSQL scan the whole table): lexical matches ∪ exact symbol names.
+        # Pairs of lexemes first, the plain OR only when pairs are too few (see build_retrieve).
         cand = sql.SQL(
-            "SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ + " "
+            "(SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ_PAIRS + " LIMIT %(cap)s) "
+            "UNION (SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ + " "
+            "AND (SELECT count(*) FROM (SELECT 1 FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ_PAIRS
+            + " LIMIT %(cap)s) p) < %(cap)s LIMIT %(cap)s) "
             "UNION SELECT c.id FROM {t} c WHERE {w} AND lower(c.metadata_json->>'name') = ANY(%(names)s)"
         ).format(t=self.table, w=where.sql())
         # NULL-safe: rows without a name must sort after name matches, not first (NULLs lead in DESC).
@@ -248,7 +265,7 @@ LIMIT %(limit)s""").format(
             + " LIMIT %(limit)s"
         ).format(t=self.table, cand=cand)
         params = {**where.params, "qtext": " ".join(terms), "stop": list(stop_lexemes), "names": names,
-                  "limit": limit}
+                  "limit": limit, "cap": LEXICAL_CODE_CAP}
         return stmt, params
 
     def _plain(self, where: _Where, order: str, limit: int) -> tuple[sql.Composable, dict[str, Any]]:
