@@ -164,7 +164,7 @@ class RetrievalStatementBuilder:
                 "(SELECT c.id FROM {t} c WHERE {w} AND c.embedding IS NOT NULL "
                 "ORDER BY c.embedding <=> %(qvec)s::vector LIMIT %(cand)s)"
             ).format(t=self.table, w=where.sql()))
-        lexical_ctes = sql.SQL("")
+        lexical_ctes: sql.Composable = sql.SQL("")
         if terms:
             # Rows matching two of the request's lexemes first; the plain OR query (every row with any
             # lexeme, all of them ranked) only runs when pairs give too few candidates. On large sessions
