@@ -303,24 +303,28 @@ def main(argv: list[str] | None = None) -> int:
         print(f"PROBLEM {p}")
 
     if not args.quiet:
-        routes = Counter(r.get("expected_route") for r in records)
-        tags = Counter(t for r in records for t in r.get("tags", []) if isinstance(t, str))
-        n_ans = sum(1 for r in records if r.get("answerable") is True)
-        print(
-            f"dataset: {args.dataset}  cases: {len(records)}  "
-            f"answerable: {n_ans}  unanswerable: {len(records) - n_ans}"
-        )
-        print("routes: " + ", ".join(f"{k}={v}" for k, v in sorted(routes.items())))
-        print("tags:   " + ", ".join(f"{k}={v}" for k, v in sorted(tags.items())))
-        golds = Counter(len(r.get("gold_paths", [])) for r in records)
-        print("gold paths per case: " + ", ".join(f"{k}:{v}" for k, v in sorted(golds.items())))
-        if args.absent_report:
-            for cid, terms in absent.items():
-                for term in terms:
-                    files, hits = corpus.count(term)
-                    print(f"absent {cid} {term!r}: files={files} hits={hits}")
-        print("OK" if not problems else f"{len(problems)} problem(s)")
+        print_summary(args.dataset, records, problems, absent, corpus, absent_report=args.absent_report)
     return 1 if problems else 0
+
+
+def print_summary(dataset, records: list[dict], problems: list[str], absent: dict, corpus: Corpus, *,
+                  absent_report: bool, extra: str = "") -> None:
+    """Counts per route, tag and gold-path number, the optional absence report, and the verdict."""
+    routes = Counter(r.get("expected_route") for r in records)
+    tags = Counter(t for r in records for t in r.get("tags", []) if isinstance(t, str))
+    n_ans = sum(1 for r in records if r.get("answerable") is True)
+    print(f"dataset: {dataset}  cases: {len(records)}  answerable: {n_ans}  "
+          f"unanswerable: {len(records) - n_ans}{extra}")
+    print("routes: " + ", ".join(f"{k}={v}" for k, v in sorted(routes.items())))
+    print("tags:   " + ", ".join(f"{k}={v}" for k, v in sorted(tags.items())))
+    golds = Counter(len(r.get("gold_paths", [])) for r in records)
+    print("gold paths per case: " + ", ".join(f"{k}:{v}" for k, v in sorted(golds.items())))
+    if absent_report:
+        for cid, terms in absent.items():
+            for term in terms:
+                files, hits = corpus.count(term)
+                print(f"absent {cid} {term!r}: files={files} hits={hits}")
+    print("OK" if not problems else f"{len(problems)} problem(s)")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from check_dataset import Corpus, check_case  # noqa: E402
+from check_dataset import Corpus, check_case, print_summary  # noqa: E402
 
 DEFAULT_DATASET = HERE / "lotsman_self.jsonl"
 DEFAULT_ROOT = HERE.parent.parent
@@ -135,21 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     for p in problems:
         print(f"PROBLEM {p}")
     if not args.quiet:
-        routes = Counter(r.get("expected_route") for r in records)
-        tags = Counter(t for r in records for t in r.get("tags", []))
-        n_ans = sum(1 for r in records if r.get("answerable") is True)
-        print(f"dataset: {args.dataset}  cases: {len(records)}  answerable: {n_ans}  "
-              f"unanswerable: {len(records) - n_ans}  indexed files: {len(indexed)}")
-        print("routes: " + ", ".join(f"{k}={v}" for k, v in sorted(routes.items())))
-        print("tags:   " + ", ".join(f"{k}={v}" for k, v in sorted(tags.items())))
-        golds = Counter(len(r.get("gold_paths", [])) for r in records)
-        print("gold paths per case: " + ", ".join(f"{k}:{v}" for k, v in sorted(golds.items())))
-        if args.absent_report:
-            for cid, terms in absent.items():
-                for term in terms:
-                    files, hits = corpus.count(term)
-                    print(f"absent {cid} {term!r}: files={files} hits={hits}")
-        print("OK" if not problems else f"{len(problems)} problem(s)")
+        print_summary(args.dataset, records, problems, absent, corpus, absent_report=args.absent_report,
+                      extra=f"  indexed files: {len(indexed)}")
     return 1 if problems else 0
 
 

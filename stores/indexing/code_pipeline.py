@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import warnings
-from dataclasses import dataclass, field
 
 from stores.indexing.code.chunks import chunk_records
 from stores.indexing.code.dependencies import dependency_records
@@ -12,7 +11,7 @@ from stores.indexing.code.entrypoints import entrypoint_records, find_entrypoint
 from stores.indexing.code.module import build_context
 from stores.indexing.code.symbols import collect_symbols, symbol_records
 from stores.indexing.files import normalize_newlines
-from stores.indexing.records import ChunkRecord
+from stores.indexing.records import PipelineResult
 
 CODE_PIPELINE_VERSION = "code-1"
 """Part of the parse cache key: bump whenever the rows produced for the same text change."""
@@ -29,12 +28,8 @@ class CodeParseError(ValueError):
         super().__init__(f"{where}: {detail}" if detail else where)
 
 
-@dataclass(frozen=True, slots=True)
-class CodeResult:
-    """Rows produced for one Python file plus non-fatal problems to report."""
-
-    records: list[ChunkRecord] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+CodeResult = PipelineResult
+"""Rows produced for one Python file plus non-fatal problems to report."""
 
 
 def index_python(path: str, text: str) -> CodeResult:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from stores.indexing.docs.catalog import catalog_record
 from stores.indexing.docs.chunking import chunk_records
 from stores.indexing.docs.entities import entity_records, find_entities
@@ -14,7 +12,7 @@ from stores.indexing.docs.profile import build_profile
 from stores.indexing.docs.relations import relation_records
 from stores.indexing.docs.workflows import workflow_records
 from stores.indexing.files import normalize_newlines
-from stores.indexing.records import ChunkRecord
+from stores.indexing.records import PipelineResult
 
 DOCS_PIPELINE_VERSION = "docs-1"
 """Part of the parse cache key: bump whenever the rows produced for the same text change."""
@@ -22,13 +20,8 @@ DOCS_PIPELINE_VERSION = "docs-1"
 MAX_CATALOG_ENTITIES = 15
 
 
-@dataclass(frozen=True, slots=True)
-class DocsResult:
-    """Rows produced for one markdown file plus non-fatal problems to report."""
-
-    records: list[ChunkRecord] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    """E.g. `broken frontmatter: ...`; the file is still fully indexed."""
+DocsResult = PipelineResult
+"""Rows produced for one markdown file; warnings such as `broken frontmatter: ...` (still fully indexed)."""
 
 
 def index_markdown(path: str, text: str) -> DocsResult:

@@ -33,3 +33,11 @@ class ChunkRecord:
     """Whether this row gets a vector; rows without one are still found by the lexical lane."""
     embed_text: str | None = None
     """Text to embed when it should differ from `content` (e.g. title + section path + body)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineResult:
+    """Rows produced for one file plus non-fatal problems to report (e.g. `broken frontmatter: ...`)."""
+
+    records: list[ChunkRecord] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)

@@ -86,11 +86,9 @@ class _Prepared:
 
 def parse_file(source: SourceFile) -> tuple[list[ChunkRecord], list[str]]:
     """Run the pipeline that fits the file; raises `CodeParseError` for broken Python."""
-    if source.path.endswith(".py"):
-        code = index_python(source.path, source.text)
-        return list(code.records), list(code.warnings)
-    docs = index_markdown(source.path, source.text)
-    return list(docs.records), list(docs.warnings)
+    index = index_python if source.path.endswith(".py") else index_markdown
+    result = index(source.path, source.text)
+    return list(result.records), list(result.warnings)
 
 
 class _Embedder:
