@@ -74,7 +74,9 @@ class GraphDeps:
         repository = RagRepository(db)
         router = IntentRouter(llm=self.chat_model, aliases=load_alias_index(repository, session),
                               timeout_s=self.settings.gigachat.router_timeout)
-        adapter = RetrievalAdapter(repository, embedder, stop_lexemes=repository.frequent_lexemes(session))
+        # Sessions indexed before schema v5 have no stored stoplist yet: compute it once here.
+        stop = session.stop_lexemes if session.stop_lexemes is not None else repository.frequent_lexemes(session)
+        adapter = RetrievalAdapter(repository, embedder, stop_lexemes=stop)
         bundle = SessionBundle(session=session, adapter=adapter, router=router,
                                symbols=frozenset(repository.symbol_names(session)))
         with self._lock:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Bump and add a step to `_UPGRADES` when the schema changes; upgrades run in order."""
 
 CHUNK_TABLE_PREFIX = "rag_chunks_d"
@@ -130,6 +130,8 @@ BEGIN
 END $$;
 """,
     4: _PAIRS_TSQUERY_DDL,
+    # v5: the lexical lane's stoplist is computed once per index job, not on a session's first question.
+    5: "ALTER TABLE rag_sessions ADD COLUMN IF NOT EXISTS stop_lexemes text[];",
 }
 
 

@@ -24,6 +24,8 @@ class RagSession:
     active_generation: int
     project_id: str = ""
     root_path: str | None = None
+    stop_lexemes: list[str] | None = None
+    """Lexemes too frequent in this index to help lexical search (refreshed by every index job)."""
     created_at: datetime | None = None
     updated_at: datetime | None = None
 
@@ -42,7 +44,7 @@ class RagSession:
 
 
 _COLUMNS = ("rag_session_id, name, embedder, embedding_dim, active_generation, project_id, root_path, "
-            "created_at, updated_at")
+            "stop_lexemes, created_at, updated_at")
 
 
 def _row(row: dict | None) -> RagSession | None:
@@ -100,6 +102,12 @@ def get_or_create_session(
         return create_session(conn, name, embedder, embedding_dim, root_path=root_path)
     session.check_embedder(embedder, embedding_dim)
     return session
+
+
+def save_stop_lexemes(conn: psycopg.Connection, session_id: str, lexemes: list[str]) -> None:
+    """Record the session's lexical stoplist (see `RagRepository.frequent_lexemes`)."""
+    with conn.transaction():
+        conn.execute("UPDATE rag_sessions SET stop_lexemes = %s WHERE rag_session_id = %s", (lexemes, session_id))
 
 
 def list_sessions(conn: psycopg.Connection) -> list[dict]:

@@ -25,8 +25,9 @@ from stores.indexing.code_pipeline import CodeParseError, index_python
 from stores.indexing.docs_pipeline import index_markdown
 from stores.indexing.files import SkippedFile, SourceFile, collect_files, read_source_file
 from stores.indexing.records import ChunkRecord
+from stores.repository import RagRepository
 from stores.schema import ensure_tables
-from stores.sessions import RagSession, get_or_create_session, get_session
+from stores.sessions import RagSession, get_or_create_session, get_session, save_stop_lexemes
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stage is "parse", "embed" or "write"."""
@@ -273,6 +274,7 @@ def index_snapshot(
             raise
         with db.connection() as conn:
             writer.swap_generation(conn, session.table, session.rag_session_id, old, new)
+        _refresh_stop_lexemes(db, session)
 
     return _run_job(db, session, "snapshot", body)
 
@@ -305,8 +307,19 @@ def index_changes(
         skipped = {s.path for s in report.skipped}
         replace = [*(p for p in upserts if p not in skipped), *deletes]
         _write(db, session, generation, prepared, report, emb, replace_paths=replace)
+        if prepared or deletes:
+            _refresh_stop_lexemes(db, session)
 
     return _run_job(db, session, "changes", body)
+
+
+def _refresh_stop_lexemes(db: Database, session: RagSession) -> None:
+    """Compute the lexical stoplist once per job (a scan of the session's tsv), so that questions never
+    pay for it (it took seconds on the first question at 100k rows)."""
+    current = get_session_fresh(db, session)
+    lexemes = RagRepository(db).frequent_lexemes(current)
+    with db.connection() as conn:
+        save_stop_lexemes(conn, session.rag_session_id, lexemes)
 
 
 def get_session_fresh(db: Database, session: RagSession) -> RagSession:

@@ -749,3 +749,17 @@ def test_a_file_that_turns_binary_keeps_its_last_good_rows(db: Database, tmp_pat
         assert {r["id"] for r in active_rows(db, name, path="docs/a.md")} == before
     finally:
         drop_session(db, name)
+
+
+def test_every_index_job_stores_the_lexical_stoplist(db: Database, tmp_path: Path) -> None:
+    """The stoplist is computed by the job, so a session's first question does not pay for it."""
+    root = tmp_path / "repo"
+    for i in range(3):
+        write(root / "docs" / f"d{i}.md", f"# Doc {i}\n\nCommon words here, topic{i}.\n")
+    name = f"stop-{uuid.uuid4().hex[:8]}"
+    try:
+        index_repository(db, root, session_name=name, embedder=FakeEmbeddings())
+        with db.connection() as conn:
+            assert get_session(conn, name).stop_lexemes == []  # too few files for shares to mean anything
+    finally:
+        drop_session(db, name)
