@@ -112,12 +112,14 @@ def upload_and_evaluate(dataset_path: Path, report: dict[str, Any], settings: An
     if graph is None:
         from langgraph.checkpoint.memory import InMemorySaver
 
+        from evals.baselines import RETRIEVERS
         from graph.builder import build_graph
         from graph.context import Context
         from graph.deps import GraphDeps
 
-        graph = build_graph(GraphDeps(settings=settings), checkpointer=InMemorySaver())
-        context = Context(rag_session_id=report["session"], retriever=report["retriever"])
+        deps = GraphDeps(settings=settings, retrieve=RETRIEVERS[report["retriever"]])
+        graph = build_graph(deps, checkpointer=InMemorySaver())
+        context = Context(rag_session_id=report["session"])
     name = upload_dataset(client, dataset_path)
     results = client.evaluate(
         graph_target(graph, context), data=name, evaluators=EVALUATORS,

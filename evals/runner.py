@@ -58,7 +58,8 @@ def route_label(route: dict[str, Any]) -> str:
 
 def score_case(case: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
     """Per-case metrics from the graph's final state."""
-    evidence = state.get("evidence") or []
+    # the graph state holds EvidenceRow models; the metrics read plain dicts
+    evidence = [e.model_dump() if hasattr(e, "model_dump") else e for e in state.get("evidence") or []]
     retrieved = distinct_files(e["path"] for e in evidence)
     gold = case["gold_paths"]
     answer = state.get("answer") or ""
@@ -112,7 +113,10 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
     cases = load_dataset(dataset)[:limit]
     if not corpus.is_dir():
         raise LotsmanError(f"corpus not found: {corpus}")
-    deps = deps or GraphDeps(settings=settings)  # offline by default: evals measure the deterministic path
+    from evals.baselines import RETRIEVERS
+
+    # offline by default: evals measure the deterministic path
+    deps = deps or GraphDeps(settings=settings, retrieve=RETRIEVERS[retriever])
     emb = deps.embedder or make_embedder(embedder or settings.embedder, settings)
     session = session or f"eval-{corpus.resolve().name}-{emb.name.replace(':', '-')}"
     t0 = time.perf_counter()
@@ -120,8 +124,7 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
                               max_bytes=settings.max_file_bytes, batch_size=settings.embed_batch_size)
     index_s = time.perf_counter() - t0
     graph = build_graph(deps, checkpointer=InMemorySaver())
-    context = Context(rag_session_id=session, retriever=retriever, token_cap=settings.token_cap,  # type: ignore[arg-type]
-                      top_k=settings.top_k)
+    context = Context(rag_session_id=session, token_cap=settings.token_cap, top_k=settings.top_k)
     results = asyncio.run(run_cases(graph, cases, context))
     summary = aggregate(results)
     return {

@@ -8,10 +8,10 @@ import psycopg
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy
 
+from graph import nodes
 from graph.context import Context
 from graph.deps import GraphDeps
 from graph.state import InputState, OutputState, State
-from nodes import steps
 
 STAGES = ("conversation_understanding", "intent_routing", "retrieval_policy", "context_retrieval",
           "context_analysis", "answer_composition")
@@ -32,17 +32,17 @@ def build_graph(deps: GraphDeps | None = None, *, checkpointer: Any = None, name
     builder: StateGraph[State, Context, InputState, OutputState] = StateGraph(
         State, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
-    builder.add_node("conversation_understanding", steps.conversation_understanding(deps))
-    builder.add_node("intent_routing", steps.intent_routing(deps), retry_policy=DB_RETRY)
-    builder.add_node("retrieval_policy", steps.retrieval_policy(deps), retry_policy=DB_RETRY)
-    builder.add_node("context_retrieval", steps.context_retrieval(deps), retry_policy=DB_RETRY)
-    builder.add_node("context_analysis", steps.context_analysis(deps))
-    builder.add_node("answer_composition", steps.answer_composition(deps))
+    builder.add_node("conversation_understanding", nodes.conversation_understanding(deps))
+    builder.add_node("intent_routing", nodes.intent_routing(deps), retry_policy=DB_RETRY)
+    builder.add_node("retrieval_policy", nodes.retrieval_policy(deps), retry_policy=DB_RETRY)
+    builder.add_node("context_retrieval", nodes.context_retrieval(deps), retry_policy=DB_RETRY)
+    builder.add_node("context_analysis", nodes.context_analysis(deps))
+    builder.add_node("answer_composition", nodes.answer_composition(deps))
     builder.add_edge(START, "conversation_understanding")
     builder.add_edge("conversation_understanding", "intent_routing")
     builder.add_edge("intent_routing", "retrieval_policy")
     builder.add_edge("retrieval_policy", "context_retrieval")
-    builder.add_conditional_edges("context_retrieval", steps.route_after_retrieval,
+    builder.add_conditional_edges("context_retrieval", nodes.route_after_retrieval,
                                   ["context_analysis", "answer_composition"])
     builder.add_edge("context_analysis", "answer_composition")
     builder.add_edge("answer_composition", END)

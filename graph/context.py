@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -16,8 +15,6 @@ class Context:
     """Evidence rows kept after fusion (before the token cap)."""
     token_cap: int = 4096
     """Token budget of the evidence handed to analysis and composition (seed 004)."""
-    retriever: Literal["full", "vector", "bm25"] = "full"
-    """`full` = every lane fused; `vector` / `bm25` = the plain baselines (evals)."""
     use_llm: bool = True
     """Use the chat model when one is configured (False forces the offline path)."""
     llm_timeout_s: float = 30.0

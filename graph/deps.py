@@ -1,27 +1,69 @@
 """The one bootstrap that wires dependencies: database, repository, embedders, router, chat model.
 
 Heavy objects are created lazily (the deployed graph is imported by the server before any request) and
-cached per session *generation*, so a re-index is picked up by the next question.
+cached per session *generation*, so a re-index is picked up by the next question while a turn that
+began before it keeps reading one generation from start to end.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+
+from graph.context import Context
 from graph.settings import Settings, get_settings
+from graph.state import SessionRef
+from nodes.context_retrieval.adapter import RetrievalAdapter
+from nodes.context_retrieval.merge import RetrievalResult
+from nodes.conversation_understanding import StandaloneRequest
+from nodes.intent_routing import IntentRouter, RouteResult
+from nodes.intent_routing.alias_index import load_alias_index
+from nodes.retrieval_policy import CodePlan, RetrievalPlan
 from stores.database import Database
+from stores.embedders import LotsmanEmbeddings, make_embedder
+from stores.errors import LotsmanError
+from stores.repository import RagRepository
+from stores.schema import ensure_tables
+from stores.sessions import RagSession, get_session
+
+LANE_WORKERS = 6
+"""Threads of the shared lane pool: each request runs up to five lane queries at once."""
+GENERATIONS_KEPT = 2
+"""Bundles kept per session: the current generation and the one a turn in flight may still read."""
 
 
 @dataclass(frozen=True)
 class SessionBundle:
-    """Everything a turn needs for one session."""
+    """Everything a turn needs for one session generation."""
 
-    session: Any  # stores.sessions.RagSession
-    adapter: Any  # nodes.context_retrieval.adapter.RetrievalAdapter
-    router: Any  # nodes.intent_routing.IntentRouter
+    session: RagSession
+    adapter: RetrievalAdapter
+    router: IntentRouter
     symbols: frozenset[str]
+    """Symbol names of the session's code (the code plan's identifiers)."""
+
+    @property
+    def ref(self) -> SessionRef:
+        return SessionRef(rag_session_id=self.session.rag_session_id, name=self.session.name,
+                          generation=self.session.active_generation)
+
+
+RetrieveFn = Callable[[SessionBundle, StandaloneRequest, RouteResult, RetrievalPlan, CodePlan | None, Context],
+                      RetrievalResult]
+"""How context_retrieval turns a turn's plans into evidence (the evals swap in plain baselines)."""
+
+
+def full_retrieval(bundle: SessionBundle, request: StandaloneRequest, route: RouteResult, plan: RetrievalPlan,
+                   code_plan: CodePlan | None, ctx: Context) -> RetrievalResult:
+    """Every lane of the plan and the code plan, fused, gated and capped."""
+    return bundle.adapter.fetch_rows(
+        bundle.session, plan, code_plan, request.text, file_names=route.anchors.file_names,
+        gate_terms=request.key_terms, top_k=ctx.top_k, token_cap=ctx.token_cap,
+    )
 
 
 @dataclass
@@ -30,12 +72,15 @@ class GraphDeps:
 
     settings: Settings = field(default_factory=get_settings)
     db: Database | None = None
-    chat_model: Any = None
+    chat_model: BaseChatModel | None = None
     """A LangChain chat model (GigaChat in production); None → deterministic router and extractive answers."""
-    embedder: Any = None
+    embedder: LotsmanEmbeddings | None = None
     """Force one embedder (tests); by default each session's recorded embedder is built."""
+    retrieve: RetrieveFn = full_retrieval
+    """The retrieval strategy of context_retrieval."""
     _bundles: dict[tuple[str, int], SessionBundle] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lane_pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> GraphDeps:
@@ -46,55 +91,71 @@ class GraphDeps:
     def database(self) -> Database:
         with self._lock:
             if self.db is None:
-                from stores.schema import ensure_tables
-
                 self.db = Database.from_settings(self.settings)
                 with self.db.connection() as conn:
                     ensure_tables(conn)
             return self.db
 
-    def bundle(self, session_name: str) -> SessionBundle:
-        """The session's adapter, router and symbols (rebuilt when the session's index changes)."""
-        from nodes.context_retrieval.adapter import RetrievalAdapter
-        from nodes.intent_routing import IntentRouter
-        from stores.alias_index import load_alias_index
-        from stores.embedders import make_embedder
-        from stores.repository import RagRepository
-        from stores.sessions import get_session
+    def lane_pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._lane_pool is None:
+                self._lane_pool = ThreadPoolExecutor(max_workers=LANE_WORKERS, thread_name_prefix="lotsman-lane")
+            return self._lane_pool
 
-        db = self.database()
-        with db.connection() as conn:
+    def close(self) -> None:
+        """Release the pool of lane threads and the database pool (the CLI calls it before exiting)."""
+        with self._lock:
+            pool, self._lane_pool = self._lane_pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+        if self.db is not None:
+            self.db.close()
+
+    def bundle(self, session_name: str) -> SessionBundle:
+        """The bundle of the session's current generation (one round trip to read the session row)."""
+        with self.database().connection() as conn:
             session = get_session(conn, session_name)
+        return self._cached(session)
+
+    def bundle_for(self, ref: SessionRef) -> SessionBundle:
+        """The bundle a turn pinned in `SessionRef`: no round trip while its generation is cached."""
+        cached = self._bundles.get((ref.rag_session_id, ref.generation))
+        return cached if cached is not None else self.bundle(ref.rag_session_id)
+
+    def _cached(self, session: RagSession) -> SessionBundle:
         key = (session.rag_session_id, session.active_generation)
         cached = self._bundles.get(key)
         if cached is not None:
             return cached
+        bundle = self._build(session)
+        with self._lock:
+            mine = sorted((k for k in self._bundles if k[0] == session.rag_session_id), key=lambda k: k[1])
+            for old in mine[: max(0, len(mine) - GENERATIONS_KEPT + 1)]:
+                del self._bundles[old]
+            self._bundles[key] = bundle
+        return bundle
+
+    def _build(self, session: RagSession) -> SessionBundle:
         embedder = self.embedder or make_embedder(session.embedder, self.settings)
         session.check_embedder(embedder.name, embedder.dim)
-        repository = RagRepository(db)
+        repository = RagRepository(self.database())
         router = IntentRouter(llm=self.chat_model, aliases=load_alias_index(repository, session),
                               timeout_s=self.settings.gigachat.router_timeout)
         # Sessions indexed before schema v5 have no stored stoplist yet: compute it once here.
         stop = session.stop_lexemes if session.stop_lexemes is not None else repository.frequent_lexemes(session)
-        adapter = RetrievalAdapter(repository, embedder, stop_lexemes=stop)
-        bundle = SessionBundle(session=session, adapter=adapter, router=router,
-                               symbols=frozenset(repository.symbol_names(session)))
-        with self._lock:
-            self._bundles = {k: v for k, v in self._bundles.items() if k[0] != session.rag_session_id}
-            self._bundles[key] = bundle
-        return bundle
+        adapter = RetrievalAdapter(repository, embedder, executor=self.lane_pool(), stop_lexemes=stop)
+        return SessionBundle(session=session, adapter=adapter, router=router,
+                             symbols=frozenset(repository.symbol_names(session)))
 
 
-def make_chat_model(settings: Settings) -> Any:
+def make_chat_model(settings: Settings) -> BaseChatModel | None:
     """GigaChat when `GIGACHAT_CREDENTIALS` and `GIGACHAT_MODEL` are set, else None (offline)."""
     gc = settings.gigachat
     if not gc.enabled:
         return None
     if not gc.model:
-        from stores.errors import LotsmanError
-
         raise LotsmanError("GIGACHAT_CREDENTIALS is set but GIGACHAT_MODEL is not: set the chat model name")
-    from langchain_gigachat import GigaChat
+    from langchain_gigachat import GigaChat  # imported only when configured: it pulls in the whole SDK
 
     assert gc.credentials is not None
     # streaming=True: without it .stream() and stream_mode="messages" return one chunk (SPEC §2.2).

@@ -1,4 +1,9 @@
-"""Typed state of the QA graph, with the narrow input and output schemas a parent graph sees."""
+"""Typed state of the QA graph, with the narrow input and output schemas a parent graph sees.
+
+Inside the graph every stage result is the stage's frozen model, derived once and read as is by later
+stages. The output schema stays JSON-shaped (`route` and `citations` as plain dicts): it is what SDK
+clients, parent graphs and `lotsman ask --json` read, and it must not change when a model grows a field.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,41 @@ from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
+
+from nodes.context_analysis import Analysis
+from nodes.conversation_understanding import StandaloneRequest
+from nodes.evidence import EvidenceRow
+from nodes.intent_routing import RouteResult
+from nodes.retrieval_policy import CodePlan, RetrievalPlan
+
+
+class SessionRef(BaseModel):
+    """The session a turn reads, pinned to one index generation for the whole turn."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rag_session_id: str
+    name: str
+    generation: int
+    """`active_generation` when the turn began: every stage of the turn uses the same bundle."""
+
+
+class RetrievalReport(BaseModel):
+    """The gate's verdict and per-lane diagnostics of context_retrieval (what LangSmith shows)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    relevant: bool = False
+    gate: str = ""
+    """Why the gate passed or failed (`key terms covered (0.40)`, `not in the index: Kafka`)."""
+    coverage: float = 0.0
+    best_similarity: float = 0.0
+    lane_sizes: dict[str, int] = Field(default_factory=dict)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    provenance: list[dict[str, Any]] = Field(default_factory=list)
+    """Per returned row: path, lines, layer, lanes → rank, fused score."""
 
 
 class InputState(TypedDict, total=False):
@@ -26,7 +65,7 @@ class OutputState(TypedDict, total=False):
     citations: list[dict[str, Any]]
     """Verified citations: `{path, start_line, end_line}`, each inside retrieved evidence."""
     route: dict[str, Any]
-    """The intent router's `RouteResult` (seed 002)."""
+    """The intent router's `RouteResult` (seed 002), as JSON."""
     abstained: bool
     """True when the evidence did not answer the question and the answer says so."""
     timings_ms: dict[str, float]
@@ -36,15 +75,19 @@ class OutputState(TypedDict, total=False):
 class State(InputState, OutputState, total=False):
     """Everything the six nodes read and write during one turn."""
 
-    standalone_query: str
-    """The request rewritten to stand alone (follow-ups carry terms from earlier turns)."""
-    plan: dict[str, Any]
+    request: StandaloneRequest
+    """The request rewritten to stand alone, with its key terms (after routing)."""
+    session: SessionRef
+    """The session and index generation this turn reads."""
+    route_result: RouteResult
+    """The router's result; `route` is its JSON for callers."""
+    plan: RetrievalPlan
     """The seed 000 `RetrievalPlan`."""
-    code_plan: dict[str, Any] | None
+    code_plan: CodePlan | None
     """Our code plan (C3→C1→C2→C0), or None when the request is not about implementation."""
-    evidence: list[dict[str, Any]]
-    """Fused, capped `EvidenceRow`s with provenance (lanes, ranks, fused score)."""
-    retrieval: dict[str, Any]
+    evidence: list[EvidenceRow]
+    """Fused, capped evidence rows with provenance (lanes, ranks, fused score)."""
+    retrieval: RetrievalReport
     """Gate verdict and lane diagnostics of context_retrieval."""
-    analysis: dict[str, Any]
+    analysis: Analysis
     """context_analysis output: evidence by file, answering spans, sufficiency."""

@@ -91,8 +91,8 @@ def _synthetic(real: list[tuple], sid: str, start: int, stop: int, rng: np.rando
 
 def _plans(db: Any, real_session: Any, questions: list[str]) -> list[dict[str, Any]]:
     from nodes.intent_routing import IntentRouter
+    from nodes.intent_routing.alias_index import load_alias_index
     from nodes.retrieval_policy import resolve_code_plan, resolve_plan
-    from stores.alias_index import load_alias_index
     from stores.repository import RagRepository
 
     repo = RagRepository(db)

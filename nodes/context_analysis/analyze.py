@@ -9,10 +9,10 @@ from nodes.context_analysis.conflicts import find_conflicts
 from nodes.context_analysis.models import Analysis, FileEvidence, Span
 from nodes.context_analysis.spans import Scoring, candidate_spans, lead_span, row_text
 from nodes.context_analysis.text import detect_language, idf_weights, stems_of, strip_markup, term_stems
-from nodes.context_retrieval.gate import key_terms
 from nodes.conversation_understanding import is_generic_term
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult
+from nodes.terms import key_terms
 
 MAX_SPANS = 8
 MAX_SPANS_PER_FILE = 3
@@ -84,7 +84,7 @@ def _files(rows: Sequence[EvidenceRow], spans: list[Span]) -> list[FileEvidence]
 
 
 def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], relevant: bool,
-            route: RouteResult | None = None) -> Analysis:
+            route: RouteResult | None = None, *, question: str | None = None) -> Analysis:
     """Analyse the evidence of one request.
 
     Args:
@@ -94,13 +94,15 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
         rows: Fused evidence, best first.
         relevant: The relevance gate's verdict.
         route: The router's result (adds target terms and anchors when `terms` is empty).
+        question: The user's own words (their language is the answer's); without it, carried-over terms
+            in a trailing "(...)" are stripped from `request` to find them.
 
     Returns:
         Files in rank order, up to MAX_SPANS answering spans (≤ MAX_SPANS_PER_FILE per file, or
         MAX_SPANS_FEW_FILES when fewer than 3 files have any) in rank order, sufficiency, key-term
         coverage of the spans, conflict notes and the request's language.
     """
-    own = _CARRIED.sub("", request) or request
+    own = question or _CARRIED.sub("", request) or request
     terms = list(dict.fromkeys(terms)) or key_terms(request, _route_terms(route))
     stems = term_stems(terms)
     scoring = Scoring(stems=stems, idf=idf_weights(stems, [f"{r.title} {r.content}" for r in rows]))

@@ -6,8 +6,8 @@ import re
 from collections.abc import Sequence
 
 from nodes.context_analysis.models import Span
-from nodes.context_analysis.text import stem
 from nodes.evidence import EvidenceRow
+from nodes.terms import stem
 
 MAX_CONFLICTS = 3
 

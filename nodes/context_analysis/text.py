@@ -7,9 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from nodes.context_analysis.models import Language
-
-STEM_CHARS = 5
-"""Same folding as the eval's key-fact rule: the first 5 letters absorb Russian inflection."""
+from nodes.terms import STEM_CHARS
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Identifiers (snake_case, dotted, camelCase, PascalCase, CORSMiddleware), options and paths.
@@ -18,10 +16,6 @@ _DISTINCTIVE = re.compile(r"`[^`]+`|\d|=|" + _CODE_TOKEN.pattern)
 _MARKUP = re.compile(r"^(?:#{1,6}\s+|[*+-]\s+|>\s*|\d+[.)]\s+)+")
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 _CYRILLIC = re.compile(r"[а-яё]", re.I)
-
-
-def stem(word: str) -> str:
-    return word.lower()[:STEM_CHARS]
 
 
 def stems_of(text: str) -> set[str]:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nodes.evidence import EvidenceRow
+from nodes.terms import STOPWORDS, WORD, stem
 
 SIMILARITY_PASS = 0.80
 """Best cosine similarity that passes on its own (a near-paraphrase)."""
@@ -23,35 +24,7 @@ GATE_TOP_N = 6
 CHARS_PER_TOKEN = 3.0
 """Conservative for Cyrillic text and code (real tokenizers give 3–4 chars per token)."""
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-# Words that say nothing about the topic (question words, fillers, generic verbs), Russian and English.
-STOPWORDS = frozenset("""
-как какой какая какие каким каких какое что чем чего где когда зачем почему кто куда откуда сколько ли
-это этот эта эти этого этой тот там тут так также такое такой можно нужно надо ли или и в во на по с со
-к ко о об от до из за для при про без над под через между мне меня мой моя мои нам нас наш ваш вы ты
-он она оно они его её их сам себя свой есть быть был была были будет будут является делать сделать
-работает работают работать использовать используется использовать сделать скажи расскажи объясни опиши
-покажи найди дай подскажи пожалуйста вообще всё все всего ещё уже только очень более менее чтобы если
-то же бы не нет да а но документации документация документе документ файл файле файлы описано описан
-how what which where when why who whom whose does do did is are was were be been being the a an of to in
-on for with by from at as about into over this that these those there here it its can could should would
-use used using work works explain describe show find tell me please file files doc docs documentation
-described documented page pages and or not no yes any some all my your our their
-""".split())
-
-
-def key_terms(text: str, extra: Iterable[str] = ()) -> list[str]:
-    """Distinctive words of a request (≥ 3 letters, not stopwords), plus given terms, deduped."""
-    out: dict[str, None] = {}
-    for term in extra:
-        for w in _WORD.findall(term.lower()):
-            if len(w) >= 3 and w not in STOPWORDS:
-                out.setdefault(w, None)
-    for w in _WORD.findall(text.lower()):
-        if len(w) >= 3 and w not in STOPWORDS and not w.isdigit():
-            out.setdefault(w, None)
-    return list(out)[:12]
+_WORD = WORD
 
 
 _NAMED = re.compile(r"(?<![\w/.-])(?:[A-Za-z][A-Za-z0-9_+#]*(?:[.-][A-Za-z0-9_]+)*|[А-ЯЁ][а-яё]+)")
@@ -83,11 +56,6 @@ def named_terms(text: str) -> list[str]:
     return list(out)
 
 
-def _stem(word: str) -> str:
-    # Same folding as the eval's key-fact rule: the first 5 letters absorb Russian inflection.
-    return word[:5]
-
-
 def term_coverage(terms: Sequence[str], rows: Sequence[EvidenceRow]) -> float:
     """Share of `terms` whose stem occurs among the words of the rows' path, title and content."""
     if not terms:
@@ -95,10 +63,10 @@ def term_coverage(terms: Sequence[str], rows: Sequence[EvidenceRow]) -> float:
     vocab: set[str] = set()
     for r in rows:
         for w in _WORD.findall(f"{r.path} {r.title} {r.content}".lower()):
-            vocab.add(_stem(w))
+            vocab.add(stem(w))
             for part in w.split("_"):
-                vocab.add(_stem(part))
-    hits = sum(1 for t in terms if _stem(t) in vocab)
+                vocab.add(stem(part))
+    hits = sum(1 for t in terms if stem(t) in vocab)
     return hits / len(terms)
 
 

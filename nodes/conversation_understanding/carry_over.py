@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from nodes.context_retrieval.gate import STOPWORDS, key_terms
-from nodes.intent_routing.tokens import (
+from nodes.terms import STOPWORDS, key_terms
+from nodes.tokens import (
     clean_token,
     is_endpoint_path,
     is_entity_name,
@@ -62,16 +62,28 @@ _VERB_ENDINGS = ("ть", "ться", "тся", "чь", "ает", "яет", "уе
 
 
 class StandaloneRequest(BaseModel):
-    """The request the rest of the graph works on."""
+    """The request the rest of the graph works on (derived once per turn, read by every later stage)."""
 
     model_config = ConfigDict(frozen=True)
 
     text: str
-    """The question, with carried-over terms appended in parentheses for a follow-up."""
+    """What retrieval searches for: the question, plus carried-over terms for a follow-up (or the LLM's
+    standalone rewrite)."""
+    question: str = ""
+    """The user's own words of this turn (its language is the answer's language)."""
     carried_terms: list[str] = Field(default_factory=list)
     """Terms taken from earlier turns, as written there (`CORS`, `FastAPI`, `max_age`)."""
     is_follow_up: bool = False
     """True when the question leans on earlier turns."""
+    rewritten_by_llm: bool = False
+    """True when `text` is the chat model's rewrite rather than the deterministic carry-over."""
+    key_terms: list[str] = Field(default_factory=list)
+    """Distinctive words of `text` plus the router's target terms (`nodes.terms.key_terms`): filled once
+    by intent_routing (`with_route_terms`) and read by the gate and the analysis."""
+
+    def with_route_terms(self, target_terms: Sequence[str]) -> StandaloneRequest:
+        """This request with its key terms derived from its text and the router's target terms."""
+        return self.model_copy(update={"key_terms": key_terms(self.text, target_terms)})
 
 
 def is_generic_term(word: str) -> bool:
@@ -201,7 +213,7 @@ def standalone_request(question: str, history: Sequence[dict[str, str]]) -> Stan
     """
     question = question.strip()
     if not is_follow_up(question, history):
-        return StandaloneRequest(text=question)
+        return StandaloneRequest(text=question, question=question)
     carried = _carry(question, history)
     text = f"{question} ({' '.join(carried)})" if carried else question
-    return StandaloneRequest(text=text, carried_terms=carried, is_follow_up=True)
+    return StandaloneRequest(text=text, question=question, carried_terms=carried, is_follow_up=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from nodes.intent_routing.lexicon import COMMON_WORDS, STOP_WORDS
-from nodes.intent_routing.tokens import stem, words_of
+from nodes.tokens import stem, words_of
 
 MIN_ALIAS_CHARS = 3
 _COMMON_STEMS = frozenset(stem(w) for w in COMMON_WORDS)

@@ -15,7 +15,7 @@ from nodes.intent_routing.lexicon import (
 )
 from nodes.intent_routing.models import RouteAnchors
 from nodes.intent_routing.target_terms import TargetTermsAnalysis, classify_token
-from nodes.intent_routing.tokens import clean_token, is_entity_name, words_of
+from nodes.tokens import clean_token, is_entity_name, words_of
 
 MAX_DOC_HINTS = 12
 

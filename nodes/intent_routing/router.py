@@ -79,9 +79,9 @@ class IntentRouter:
         Returns:
             The route; never raises for LLM failures, which end in the fallback route.
         """
-        features = self.analyze(user_query)
-        if self.llm_router is None or not features.normalized_query:
-            return fallback_route(user_query, features, features.anchors, llm_attempted=False)
+        features, decided = self._without_llm(user_query)
+        if decided is not None or self.llm_router is None:  # _without_llm decides whenever there is no LLM
+            return decided  # type: ignore[return-value]
         try:
             candidate = self.llm_router.choose(build_payload(features), config)
         except LLMRouterUnavailable as exc:
@@ -89,15 +89,22 @@ class IntentRouter:
         return self._finish(user_query, features, candidate)
 
     async def aroute(self, user_query: str, *, config: RunnableConfig | None = None) -> RouteResult:
-        """Async twin of `route`."""
-        features = self.analyze(user_query)
-        if self.llm_router is None or not features.normalized_query:
-            return fallback_route(user_query, features, features.anchors, llm_attempted=False)
+        """Async twin of `route` (only the LLM call differs)."""
+        features, decided = self._without_llm(user_query)
+        if decided is not None or self.llm_router is None:  # _without_llm decides whenever there is no LLM
+            return decided  # type: ignore[return-value]
         try:
             candidate = await self.llm_router.achoose(build_payload(features), config)
         except LLMRouterUnavailable as exc:
             return self._unavailable(user_query, features, exc)
         return self._finish(user_query, features, candidate)
+
+    def _without_llm(self, user_query: str) -> tuple[QueryFeatures, RouteResult | None]:
+        """The request's features, and the route when no LLM call is needed (no model, or nothing to route)."""
+        features = self.analyze(user_query)
+        if self.llm_router is None or not features.normalized_query:
+            return features, fallback_route(user_query, features, features.anchors, llm_attempted=False)
+        return features, None
 
     def _unavailable(
         self, user_query: str, features: QueryFeatures, exc: LLMRouterUnavailable

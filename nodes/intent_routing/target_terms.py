@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from nodes.intent_routing.aliases import AliasIndex, AliasMatch
 from nodes.intent_routing.lexicon import HTTP_METHODS, MARKER_WORD_SETS, STOP_WORDS
-from nodes.intent_routing.tokens import (
+from nodes.tokens import (
     clean_token,
     is_endpoint_path,
     is_file_name,

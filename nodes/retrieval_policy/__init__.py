@@ -3,6 +3,7 @@
 from nodes.retrieval_policy.code_plan import CodePlan, resolve_code_plan
 from nodes.retrieval_policy.policy import (
     AnchorSignal,
+    PlanFilters,
     RetrievalPlan,
     RetrievalProfile,
     anchor_signal_types,
@@ -12,6 +13,7 @@ from nodes.retrieval_policy.policy import (
 __all__ = [
     "AnchorSignal",
     "CodePlan",
+    "PlanFilters",
     "RetrievalPlan",
     "RetrievalProfile",
     "anchor_signal_types",

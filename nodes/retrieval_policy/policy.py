@@ -7,10 +7,11 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from nodes.intent_routing.models import Intent, RouteResult, Subintent
 from stores.layers import Layer
+from stores.statements import escape_like
 
 
 class AnchorSignal(StrEnum):
@@ -35,6 +36,30 @@ class RetrievalProfile(StrEnum):
     DOCS_SUMMARY_GENERIC = "docs_summary_generic"
 
 
+class PlanFilters(BaseModel):
+    """The filters of a plan (seed 000 §9-10). `None` means "no such filter" (the seed's absent key), which
+    differs from an empty list only for `path_prefixes`: no prefixes at all vs. nothing may match."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    path_prefixes: list[str] | None = None
+    """Hard filter: only paths under one of these prefixes."""
+    prefer_path_prefixes: list[str] | None = None
+    """Soft: rows under these prefixes get seed 001's `prefer_bonus`."""
+    prefer_like_patterns: list[str] | None = None
+    """Soft: rows whose path matches one of these LIKE patterns (`%term%`, already escaped) get the bonus."""
+    target_doc_hints: list[str] | None = None
+    """Files the router pinned the request to (seeded by exact path, then by path substring)."""
+    metadata_domain: str | None = Field(default=None, alias="metadata.domain")
+    """Hard filter on the catalog's `domain` (frontmatter)."""
+    metadata_subdomain: str | None = Field(default=None, alias="metadata.subdomain")
+    """Hard filter on the catalog's `subdomain`."""
+
+    def seed_dict(self) -> dict[str, Any]:
+        """The filters as seed 000 writes them: its key names, absent keys left out."""
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
 class RetrievalPlan(BaseModel):
     """What to retrieve for one request (seed 000 §1)."""
 
@@ -46,9 +71,8 @@ class RetrievalPlan(BaseModel):
     """Index layers to search, in priority order (`Layer` values)."""
     limit: int
     """How many rows the retriever returns."""
-    filters: dict[str, Any]
-    """Keys `path_prefixes`, `prefer_path_prefixes`, `prefer_like_patterns`, `target_doc_hints`,
-    `metadata.domain`, `metadata.subdomain` (seed 000 §9-10); absent keys mean "no such filter"."""
+    filters: PlanFilters = Field(default_factory=PlanFilters)
+    """Seed 000's filters, typed; a dict with the seed's key names is accepted too."""
 
 
 # Meaningful signals in merge order; FIND_FILES is excluded from profile choice (§7).
@@ -122,8 +146,7 @@ def dedupe(values: Iterable[str]) -> list[str]:
 def like_pattern(term: str) -> str:
     """`%term%` over the lower-cased term; `\\`, `%` and `_` inside it are escaped (PostgreSQL's
     default LIKE escape is the backslash), so the pattern means "contains the term literally"."""
-    escaped = term.strip().lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
+    return f"%{escape_like(term.strip().lower())}%"
 
 
 def _basename(path: str) -> str:
@@ -271,9 +294,8 @@ def _summary_profile(route: RouteResult) -> RetrievalProfile:
 
 def _plan(profile: RetrievalProfile, filters: dict[str, Any]) -> RetrievalPlan:
     layers, limit = _PROFILE_LAYERS[profile]
-    return RetrievalPlan(
-        profile=profile.value, layers=[layer.value for layer in layers], limit=limit, filters=filters
-    )
+    return RetrievalPlan(profile=profile.value, layers=[layer.value for layer in layers], limit=limit,
+                         filters=PlanFilters.model_validate(filters))
 
 
 def resolve_plan(route: RouteResult) -> RetrievalPlan:

@@ -182,7 +182,7 @@ async def test_follow_up_is_rewritten_by_the_llm(db, small_session: str, server:
     rewrite_req = server.chat_requests[2].json
     assert "Как настроить CORS" in json.dumps(rewrite_req["messages"], ensure_ascii=False)
     state = (await graph.aget_state(config)).values
-    assert state["standalone_query"] == "Как отключить CORS в приложении?"
+    assert state["request"].text == "Как отключить CORS в приложении?" and state["request"].rewritten_by_llm
     assert covers(final["citations"], "docs/cors.md", CORS_DISABLE_LINES[0])
     assert_no_secrets(server, logs, state)
 

@@ -117,8 +117,9 @@ def _assert_node_runs(graph_run: Run) -> None:
     for stage in STAGES:
         assert children[stage].parent_run_id == graph_run.id
         assert children[stage].error is None
-    retrieval = children["context_retrieval"].outputs["retrieval"]
-    evidence = children["context_retrieval"].outputs["evidence"]
+    # in-process runs carry the stage models themselves; LangSmith receives their JSON (checked below)
+    retrieval = children["context_retrieval"].outputs["retrieval"].model_dump()
+    evidence = [row.model_dump() for row in children["context_retrieval"].outputs["evidence"]]
     provenance = retrieval["provenance"]
     assert provenance and len(provenance) == len(evidence)
     for row, ev in zip(provenance, evidence, strict=True):

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from nodes.context_retrieval.adapter import RetrievalAdapter
 from nodes.context_retrieval.gate import estimate_tokens
+from nodes.context_retrieval.retriever import LotsmanRetriever
 from nodes.evidence import EvidenceRow
 from nodes.retrieval_policy import CodePlan, RetrievalPlan
 from stores.database import Database
@@ -33,7 +34,6 @@ from stores.embedders import FakeEmbeddings, make_embedder
 from stores.indexing.service import index_repository
 from stores.layers import CODE_LAYERS, DOCS_LAYERS, Layer
 from stores.repository import RagRepository
-from stores.retriever import LotsmanRetriever
 from stores.sessions import RagSession, delete_session, get_session
 from stores.statements import RetrieveFilters, normalize_path
 

@@ -16,10 +16,10 @@ from langchain_core.documents import Document
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from nodes.context_retrieval.adapter import RetrievalAdapter
+from nodes.context_retrieval.retriever import LotsmanRetriever
 from stores.embedders import FakeEmbeddings
 from stores.indexing.service import index_repository
 from stores.repository import RagRepository
-from stores.retriever import LotsmanRetriever
 from stores.sessions import get_session
 
 SESSION = f"it-retriever-standard-{uuid.uuid4().hex[:8]}"

@@ -22,9 +22,9 @@ from nodes.answer_composition import (
     verify_citations,
 )
 from nodes.context_analysis import Analysis, analyze
-from nodes.context_retrieval.gate import key_terms
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult
+from nodes.terms import key_terms
 
 CORS_MD = """## Использование `CORSMiddleware`
 

@@ -14,9 +14,9 @@ from nodes.context_analysis import (
     analyze,
     detect_language,
 )
-from nodes.context_retrieval.gate import key_terms
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult
+from nodes.terms import key_terms
 
 CORS_MD = """## Использование `CORSMiddleware`
 

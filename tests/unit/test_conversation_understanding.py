@@ -82,7 +82,7 @@ def test_follow_ups_are_detected(question: str) -> None:
 )
 def test_standalone_questions_are_not_follow_ups(question: str) -> None:
     assert not is_follow_up(question, CORS)
-    assert standalone_request(question, CORS) == StandaloneRequest(text=question)
+    assert standalone_request(question, CORS) == StandaloneRequest(text=question, question=question)
 
 
 @pytest.mark.parametrize("question", ["А как это отключить?", "And how do I test it?", "Почему?"])

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from nodes.context_retrieval.fusion import distinct_files, diversify, fuse
-from nodes.context_retrieval.gate import apply_token_cap, key_terms, relevance_gate, term_coverage
+from nodes.context_retrieval.gate import apply_token_cap, relevance_gate, term_coverage
 from nodes.evidence import EvidenceRow
+from nodes.terms import key_terms
 
 
 def row(rid: str, path: str, content: str = "text", **extra) -> dict:
@@ -122,13 +123,13 @@ def test_gate_fails_on_a_name_the_index_never_mentions_unless_a_file_was_named()
      ("src/testing/x.py", True), ("docs/testing.md", False), ("stores/latest.py", False)],
 )
 def test_test_paths(path: str, is_test: bool) -> None:
-    from nodes.context_retrieval.adapter import is_test_path
+    from nodes.context_retrieval.merge import is_test_path
 
     assert is_test_path(path) is is_test
 
 
 def test_tests_are_demoted_unless_asked_about() -> None:
-    from nodes.context_retrieval.adapter import demote_tests, mentions_tests
+    from nodes.context_retrieval.merge import demote_tests, mentions_tests
 
     rows = fuse({"semantic": [row("t", "tests/test_a.py"), row("s", "stores/a.py")]})
     assert [r.path for r in demote_tests(rows)] == ["stores/a.py", "tests/test_a.py"]

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from nodes.intent_routing import AliasEntry, AliasIndex, InMemoryAliasIndex
-from nodes.intent_routing.tokens import words_of
+from nodes.tokens import words_of
 
 
 def terms(index: InMemoryAliasIndex, text: str) -> list[str]:

@@ -29,7 +29,8 @@ from nodes.intent_routing.route_catalog import (
     is_allowed,
 )
 from nodes.intent_routing.target_terms import extract_target_terms
-from nodes.intent_routing.tokens import (
+from nodes.intent_routing.validator import coerce_confidence, validate_candidate
+from nodes.tokens import (
     clean_token,
     is_endpoint_path,
     is_entity_name,
@@ -37,7 +38,6 @@ from nodes.intent_routing.tokens import (
     is_identifier,
     stem,
 )
-from nodes.intent_routing.validator import coerce_confidence, validate_candidate
 
 INDEX = InMemoryAliasIndex(
     [

@@ -8,7 +8,7 @@ import pytest
 
 from evals.router_accuracy import DEFAULT_DATASET, accuracy, aliases_from_markdown, load_cases, main
 from nodes.intent_routing import IntentRouter
-from nodes.intent_routing.tokens import words_of
+from nodes.tokens import words_of
 from tests.unit.test_intent_routing_table import CASES
 
 LABELS = {"GENERAL_QA", "DOC_EXPLAIN/SUMMARY", "DOC_EXPLAIN/FIND_FILES"}

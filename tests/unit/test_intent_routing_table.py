@@ -9,7 +9,7 @@ import pytest
 from nodes.intent_routing import AliasEntry, InMemoryAliasIndex, IntentRouter, RouteResult
 from nodes.intent_routing.lexicon import MARKER_WORD_SETS, STOP_WORDS
 from nodes.intent_routing.target_terms import MAX_TARGET_TERMS
-from nodes.intent_routing.tokens import is_endpoint_path, is_entity_name, is_file_name
+from nodes.tokens import is_endpoint_path, is_entity_name, is_file_name
 
 D = "docs/ru/docs/"
 SUMMARY, FIND, GENERAL = "DOC_EXPLAIN/SUMMARY", "DOC_EXPLAIN/FIND_FILES", "GENERAL_QA"

@@ -259,7 +259,7 @@ def test_seed000_s8_every_profile_is_covered() -> None:
     ],
 )
 def test_general_filters(anchors: dict[str, Any]) -> None:
-    assert resolve_plan(route(GENERAL, **anchors)).filters == {
+    assert resolve_plan(route(GENERAL, **anchors)).filters.seed_dict() == {
         "prefer_path_prefixes": ["docs/architecture/", "docs/"],
         "prefer_like_patterns": ["%readme.md%", "%overview%"],
         "target_doc_hints": list(anchors.get("target_doc_hints", [])),
@@ -307,7 +307,7 @@ def test_general_filters(anchors: dict[str, Any]) -> None:
     ],
 )
 def test_summary_prefer_path_prefixes(anchors: dict[str, Any], prefixes: list[str]) -> None:
-    assert resolve_plan(route(**anchors)).filters["prefer_path_prefixes"] == prefixes
+    assert resolve_plan(route(**anchors)).filters.seed_dict()["prefer_path_prefixes"] == prefixes
 
 
 @pytest.mark.parametrize(
@@ -335,7 +335,7 @@ def test_summary_prefer_path_prefixes(anchors: dict[str, Any], prefixes: list[st
 def test_summary_hard_path_prefixes_only_with_api_signal(
     anchors: dict[str, Any], path_prefixes: list[str] | None
 ) -> None:
-    assert resolve_plan(route(**anchors)).filters.get("path_prefixes") == path_prefixes
+    assert resolve_plan(route(**anchors)).filters.seed_dict().get("path_prefixes") == path_prefixes
 
 
 def test_seed000_s9_summary_filters_full_example() -> None:
@@ -352,7 +352,7 @@ def test_seed000_s9_summary_filters_full_example() -> None:
         )
     )
     assert plan.profile == "docs_summary_generic"  # API + DOMAIN_ENTITY conflict
-    assert plan.filters == {
+    assert plan.filters.seed_dict() == {
         "target_doc_hints": ["docs/api/Users.md", "docs/other/users.md"],
         "metadata.domain": "billing",
         "metadata.subdomain": "refunds",
@@ -389,7 +389,7 @@ def test_seed000_s9_metadata_filters(
     kind: tuple[str, str], domain: str | None, subdomain: str | None, expected: dict[str, str]
 ) -> None:
     """seed 000 §9-10: metadata.domain/subdomain only when the route has them (lower-cased for §11's SQL)."""
-    filters = resolve_plan(route(kind, process_domain=domain, process_subdomain=subdomain)).filters
+    filters = resolve_plan(route(kind, process_domain=domain, process_subdomain=subdomain)).filters.seed_dict()
     assert {key: value for key, value in filters.items() if key.startswith("metadata.")} == expected
 
 
@@ -451,7 +451,7 @@ def test_seed000_s9_metadata_filters(
     ],
 )
 def test_find_files_path_prefix_priority(anchors: dict[str, Any], path_prefixes: list[str]) -> None:
-    assert resolve_plan(route(FIND, **anchors)).filters["path_prefixes"] == path_prefixes
+    assert resolve_plan(route(FIND, **anchors)).filters.seed_dict()["path_prefixes"] == path_prefixes
 
 
 @pytest.mark.parametrize(
@@ -478,7 +478,7 @@ def test_find_files_path_prefix_priority(anchors: dict[str, Any], path_prefixes:
     ],
 )
 def test_find_files_prefer_path_prefixes(anchors: dict[str, Any], prefer: list[str]) -> None:
-    assert resolve_plan(route(FIND, **anchors)).filters["prefer_path_prefixes"] == prefer
+    assert resolve_plan(route(FIND, **anchors)).filters.seed_dict()["prefer_path_prefixes"] == prefer
 
 
 @pytest.mark.parametrize(
@@ -506,12 +506,12 @@ def test_find_files_prefer_path_prefixes(anchors: dict[str, Any], prefer: list[s
     ],
 )
 def test_find_files_prefer_like_patterns(anchors: dict[str, Any], patterns: list[str]) -> None:
-    assert resolve_plan(route(FIND, **anchors)).filters["prefer_like_patterns"] == patterns
+    assert resolve_plan(route(FIND, **anchors)).filters.seed_dict()["prefer_like_patterns"] == patterns
 
 
 def test_seed000_s9_find_files_filters_full_example() -> None:
     """seed 000 §9: every FIND_FILES key is present even with no anchors at all."""
-    assert resolve_plan(route(FIND)).filters == {
+    assert resolve_plan(route(FIND)).filters.seed_dict() == {
         "target_doc_hints": [],
         "path_prefixes": ["docs/"],
         "prefer_path_prefixes": ["docs/"],
@@ -523,7 +523,7 @@ def test_seed000_s9_find_files_filters_full_example() -> None:
 def test_seed000_s10_target_doc_hints_are_kept_verbatim(kind: tuple[str, str]) -> None:
     """seed 000 §10: target_doc_hints always travel in the plan, untouched."""
     hints = ["docs/API/Users.md", "README.md", "docs/api/Users.md"]
-    assert resolve_plan(route(kind, target_doc_hints=hints)).filters["target_doc_hints"] == hints
+    assert resolve_plan(route(kind, target_doc_hints=hints)).filters.seed_dict()["target_doc_hints"] == hints
 
 
 # --- §5 _AnchorTermCollector and LIKE patterns ------------------------------------------------
@@ -570,8 +570,8 @@ def test_seed000_s5_filter_builder_exposes_the_three_branches() -> None:
     builder = _RouteFilterBuilder(_AnchorTermCollector())
     summary_route = route(SUMMARY, endpoint_paths=["/x"])
     general_route = route(GENERAL, endpoint_paths=["/x"])
-    assert builder.general_filters(summary_route) == resolve_plan(general_route).filters
-    assert builder.summary_filters(summary_route) == resolve_plan(summary_route).filters
+    assert builder.general_filters(summary_route) == resolve_plan(general_route).filters.seed_dict()
+    assert builder.summary_filters(summary_route) == resolve_plan(summary_route).filters.seed_dict()
     assert builder.find_files_filters(summary_route)["path_prefixes"] == ["docs/api/", "docs/"]
 
 
@@ -647,4 +647,4 @@ def test_seed000_s4_always_one_valid_deterministic_plan(routed: RouteResult) -> 
     assert plan == resolve_plan(routed)
     assert plan.profile in {profile.value for profile in RetrievalProfile}
     assert plan.layers and plan.limit > 0
-    assert "target_doc_hints" in plan.filters
+    assert "target_doc_hints" in plan.filters.seed_dict()

@@ -80,34 +80,7 @@ def catalog_record(
         f"Sections: {card_headings}" if card_headings else "",
     ]
     content = "\n".join(line for line in lines if line)
-    known = {
-        "id",
-        "title",
-        "doc_type",
-        "type",
-        "domain",
-        "subdomain",
-        "status",
-        "tags",
-        "summary",
-        "description",
-    }
-    known |= {"related_docs", "related_code", "entities"}
-    metadata = profile.base_metadata() | {
-        "id": profile.doc_id,
-        "title": profile.title,
-        "status": profile.status,
-        "tags": profile.tags,
-        "summary": summary,
-        "related_docs": profile.related_docs,
-        "related_code": profile.related_code,
-        "entities": entities,
-        "endpoints": endpoints,
-        "headings": headings,
-        "has_frontmatter": bool(frontmatter),
-        "frontmatter_extra": {k: v for k, v in frontmatter.items() if k not in known},
-        "line_count": doc.last_line,
-    }
+    metadata = _card_metadata(doc, profile, frontmatter, summary, entities, endpoints, headings)
     embed_text = f"{profile.title}\n{doc.path}\n{summary}\nSections: {card_headings}"
     return ChunkRecord(
         layer=Layer.D1_DOCUMENT_CATALOG,
@@ -120,6 +93,30 @@ def catalog_record(
         embed=True,
         embed_text=embed_text[:MAX_EMBED_CHARS],
     )
+
+
+_KNOWN_KEYS = frozenset({"id", "title", "doc_type", "type", "domain", "subdomain", "status", "tags", "summary",
+                         "description", "related_docs", "related_code", "entities"})
+"""Frontmatter keys the card has fields for; the rest is kept under `frontmatter_extra`."""
+
+
+def _card_metadata(doc: MarkdownDoc, profile: DocProfile, frontmatter: dict[str, Any], summary: str,
+                   entities: list[str], endpoints: list[str], headings: list[str]) -> dict[str, Any]:
+    return profile.base_metadata() | {
+        "id": profile.doc_id,
+        "title": profile.title,
+        "status": profile.status,
+        "tags": profile.tags,
+        "summary": summary,
+        "related_docs": profile.related_docs,
+        "related_code": profile.related_code,
+        "entities": entities,
+        "endpoints": endpoints,
+        "headings": headings,
+        "has_frontmatter": bool(frontmatter),
+        "frontmatter_extra": {k: v for k, v in frontmatter.items() if k not in _KNOWN_KEYS},
+        "line_count": doc.last_line,
+    }
 
 
 def _collect(doc: MarkdownDoc, start: int, end: int, enough: int, separator: str) -> str:

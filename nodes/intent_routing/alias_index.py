@@ -11,6 +11,8 @@ from typing import Any
 
 from nodes.intent_routing.aliases import AliasEntry, InMemoryAliasIndex
 from stores.layers import Layer
+from stores.repository import RagRepository
+from stores.sessions import RagSession
 
 MAX_DOCS_PER_ALIAS = 3
 """An alias naming more documents than this is too generic to pin retrieval to files: it still counts as
@@ -109,7 +111,7 @@ ALIAS_LAYERS = (Layer.D1_DOCUMENT_CATALOG.value, Layer.D3_ENTITY_CATALOG.value, 
                 Layer.D2_FACT_INDEX.value)
 
 
-def load_alias_index(repository, session) -> InMemoryAliasIndex:
+def load_alias_index(repository: RagRepository, session: RagSession) -> InMemoryAliasIndex:
     """Build the session's alias index from Postgres (the caller caches it per session generation)."""
     entries, endpoints = alias_entries(repository.catalog_rows(session, ALIAS_LAYERS))
     return InMemoryAliasIndex(entries, endpoints)

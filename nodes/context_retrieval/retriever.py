@@ -16,18 +16,19 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
+from nodes.context_retrieval.adapter import RetrievalAdapter
+from nodes.intent_routing.models import RouteResult
+from nodes.retrieval_policy import CodePlan, RetrievalPlan
 from stores.layers import CODE_LAYERS, DOCS_LAYERS
+from stores.sessions import RagSession
 
-Planner = Callable[[str], tuple[Any, Any, Any]]
+Planner = Callable[[str], tuple[RetrievalPlan, CodePlan | None, RouteResult | None]]
 """query → (RetrievalPlan, CodePlan | None, RouteResult | None)."""
 
 
-def broad_plans(query: str) -> tuple[Any, Any, None]:
+def broad_plans(query: str) -> tuple[RetrievalPlan, CodePlan | None, RouteResult | None]:
     """Without a router: every docs layer plus the code layers, no path preferences."""
-    from nodes.retrieval_policy import CodePlan, RetrievalPlan
-
-    plan = RetrievalPlan(profile="docs_summary_generic", layers=[layer.value for layer in DOCS_LAYERS], limit=8,
-                         filters={})
+    plan = RetrievalPlan(profile="docs_summary_generic", layers=[layer.value for layer in DOCS_LAYERS], limit=8)
     code = CodePlan(layers=[layer.value for layer in CODE_LAYERS], limit=8, terms=[], reason="broad retriever")
     return plan, code, None
 
@@ -36,8 +37,8 @@ class LotsmanRetriever(BaseRetriever):
     """Retrieves fused, cited evidence rows of one session.
 
     Attributes:
-        adapter: a `nodes.context_retrieval.adapter.RetrievalAdapter`.
-        session: the `stores.sessions.RagSession` to read.
+        adapter: the session's `RetrievalAdapter`.
+        session: the `RagSession` to read.
         k: number of documents returned.
         planner: turns a query into plans (defaults to `broad_plans`; the graph passes router + policy).
         token_cap: token budget of the returned documents.
@@ -45,8 +46,8 @@ class LotsmanRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    adapter: Any
-    session: Any
+    adapter: RetrievalAdapter
+    session: RagSession
     k: int = 4
     planner: Planner = broad_plans
     token_cap: int = 4096

@@ -1,0 +1,182 @@
+"""The six graph nodes: thin async wrappers doing I/O around the stages' pure functions.
+
+Each node is built by a factory closing over the injected `GraphDeps`, reads the per-run `Context` from
+LangGraph's `Runtime`, reads the stage models earlier nodes put in `State`, and records its own latency
+in `timings_ms`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.runtime import Runtime
+
+from graph.context import Context
+from graph.deps import GraphDeps, SessionBundle
+from graph.state import RetrievalReport, State
+from nodes.answer_composition import compose_extractive, compose_with_llm
+from nodes.context_analysis import Analysis, analyze
+from nodes.conversation_understanding import StandaloneRequest, rewrite_with_llm, standalone_request
+from nodes.intent_routing import IntentRouter, RouteResult
+from nodes.retrieval_policy import resolve_code_plan, resolve_plan
+
+# `(state, runtime) -> update`; typed loosely because LangGraph matches node signatures structurally.
+Node = Callable[..., Awaitable[dict[str, Any]]]
+
+MAX_QUESTION_CHARS = 8000
+"""Longer questions are cut (documented fallback): nobody asks 8,000 characters, pastes do."""
+
+
+def timed(name: str, first: bool = False) -> Callable[[Node], Node]:
+    """Add the node's wall time to `timings_ms` (the first node starts a fresh dict for the turn)."""
+
+    def wrap(fn: Node) -> Node:
+        @functools.wraps(fn)
+        async def node(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+            t0 = time.perf_counter()
+            update = await fn(state, runtime)
+            timings = {} if first else dict(state.get("timings_ms") or {})
+            timings[name] = round((time.perf_counter() - t0) * 1000, 2)
+            return {**update, "timings_ms": timings}
+
+        return node
+
+    return wrap
+
+
+def _text(message: AnyMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return " ".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+
+
+def split_conversation(messages: list[AnyMessage]) -> tuple[str, list[dict[str, str]]]:
+    """The last user message (the question) and the turns before it as role/content dicts."""
+    last = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+    if last < 0:
+        return "", []
+    history = [{"role": "user" if isinstance(m, HumanMessage) else "assistant", "content": _text(m)}
+               for m in messages[:last] if isinstance(m, HumanMessage | AIMessage)]
+    return _text(messages[last]).strip()[:MAX_QUESTION_CHARS], history
+
+
+def _empty_route() -> RouteResult:
+    return RouteResult(user_query="", reason_short="empty question")
+
+
+def conversation_understanding(deps: GraphDeps) -> Node:
+    @timed("conversation_understanding", first=True)
+    async def node(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        question, history = split_conversation(state.get("messages") or [])
+        request = standalone_request(question, history)
+        if request.is_follow_up and deps.chat_model is not None and runtime.context.use_llm:
+            rewrite = await rewrite_with_llm(deps.chat_model, question, history, runtime.context.llm_timeout_s)
+            if rewrite:
+                request = request.model_copy(update={"text": rewrite, "rewritten_by_llm": True})
+        return {"request": request}
+
+    return node
+
+
+def intent_routing(deps: GraphDeps) -> Node:
+    """Routes the request and pins the session generation the rest of the turn reads."""
+
+    @timed("intent_routing")
+    async def node(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        request = state["request"]
+        if not request.text.strip():
+            route = _empty_route()
+            return {"route_result": route, "route": route.model_dump()}
+        bundle = await asyncio.to_thread(deps.bundle, runtime.context.rag_session_id)
+        router = bundle.router if runtime.context.use_llm else IntentRouter(llm=None, aliases=bundle.router.aliases)
+        route = await router.aroute(request.text)
+        return {"route_result": route, "route": route.model_dump(), "session": bundle.ref,
+                "request": request.with_route_terms(route.target_terms)}
+
+    return node
+
+
+async def _bundle(deps: GraphDeps, state: State) -> SessionBundle:
+    return await asyncio.to_thread(deps.bundle_for, state["session"])
+
+
+def retrieval_policy(deps: GraphDeps) -> Node:
+    @timed("retrieval_policy")
+    async def node(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        route = state["route_result"]
+        symbols = (await _bundle(deps, state)).symbols if "session" in state else frozenset[str]()
+        return {"plan": resolve_plan(route), "code_plan": resolve_code_plan(route, symbols)}
+
+    return node
+
+
+def context_retrieval(deps: GraphDeps) -> Node:
+    @timed("context_retrieval")
+    async def node(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        request = state["request"]
+        if not request.text.strip() or "session" not in state:
+            return {"evidence": [], "retrieval": RetrievalReport(gate="empty question")}
+        bundle = await _bundle(deps, state)
+        result = await asyncio.to_thread(deps.retrieve, bundle, request, state["route_result"], state["plan"],
+                                         state.get("code_plan"), runtime.context)
+        report = RetrievalReport(
+            relevant=result.relevant, gate=result.gate.reason, coverage=result.gate.coverage,
+            best_similarity=result.gate.best_similarity, lane_sizes=result.lane_sizes,
+            timings_ms=result.timings_ms, provenance=[r.provenance() for r in result.rows],
+        )
+        return {"evidence": result.rows, "retrieval": report}
+
+    return node
+
+
+def route_after_retrieval(state: State) -> str:
+    """Nothing relevant found → straight to an honest "not found" answer (analysis has nothing to do)."""
+    report = state.get("retrieval")
+    return "context_analysis" if report is not None and report.relevant else "answer_composition"
+
+
+def _analyze(state: State, relevant: bool) -> Analysis:
+    request = state["request"]
+    return analyze(request.text, request.key_terms, state.get("evidence") or [], relevant,
+                   state.get("route_result"), question=request.question)
+
+
+def context_analysis(deps: GraphDeps) -> Node:
+    @timed("context_analysis")
+    async def node(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        report = state.get("retrieval")
+        return {"analysis": _analyze(state, report is not None and report.relevant)}
+
+    return node
+
+
+def answer_composition(deps: GraphDeps) -> Node:
+    @timed("answer_composition")
+    async def node(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        route = state.get("route_result") or _empty_route()
+        request = state.get("request") or StandaloneRequest(text="")
+        report = state.get("retrieval")
+        analysis = state.get("analysis")
+        if analysis is None or report is None or not report.relevant:
+            # skipped by the conditional edge: analyse "not relevant" to list the nearest files
+            analysis = _analyze(state, False) if "request" in state else Analysis()
+        answer = None
+        if deps.chat_model is not None and runtime.context.use_llm and analysis.sufficient:
+            answer = await compose_with_llm(deps.chat_model, request.text, analysis, state.get("evidence") or [],
+                                            route, runtime.context.llm_timeout_s)
+        if answer is None:
+            answer = compose_extractive(request.text, analysis, route)
+        citations = [c.model_dump() for c in answer.citations]
+        return {
+            "answer": answer.text, "citations": citations, "abstained": answer.abstained,
+            "messages": [AIMessage(content=answer.text, response_metadata={"citations": citations,
+                                                                           "abstained": answer.abstained})],
+        }
+
+    return node

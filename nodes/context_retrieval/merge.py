@@ -1,0 +1,143 @@
+"""The merge of context_retrieval (pure): lanes in, capped and gated evidence out.
+
+fuse (weighted RRF, dedupe) → demote tests → file diversity → a reserved slot for code → relevance gate →
+token cap. Lane I/O lives in `adapter.py`; everything here is table-tested without a database.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodes.context_retrieval.fusion import DEFAULT_LANE_WEIGHTS, diversify, fuse
+from nodes.context_retrieval.gate import GateDecision, apply_token_cap, relevance_gate
+from nodes.evidence import EvidenceRow
+from nodes.retrieval_policy import CodePlan
+
+Lanes = Mapping[str, Sequence[Mapping[str, Any]]]
+"""Lane name → raw rows in that lane's rank order."""
+
+CODE_SLOT_EXPLICIT = 0
+"""Where the best code row is guaranteed a place when the request asks about implementation explicitly."""
+CODE_SLOT_IDENTIFIER = 2
+"""…and when it only names catalogued symbols (the docs may explain them better: keep two doc rows first)."""
+
+TEST_PENALTY = 0.3
+"""Share of its fused score a test file keeps when the request is not about tests (seed 001's
+`prefer_non_tests` applies to the ranked lane only; tests also arrive through the other lanes)."""
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$")
+_TEST_WORDS = re.compile(r"\btest|тест", re.IGNORECASE)
+
+
+@dataclass
+class GatheredLanes:
+    """What the lanes brought back for one request, before any merging."""
+
+    lanes: dict[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
+    absent_names: list[str] = field(default_factory=list)
+    """Names of the request (`named_terms`) that occur nowhere in the session's index."""
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MergeSpec:
+    """How to merge: the request's parts the merge needs, and the budget."""
+
+    query: str
+    key_terms: Sequence[str] = ()
+    file_names: Sequence[str] = ()
+    """File names the user wrote (a named file found passes the gate)."""
+    code_plan: CodePlan | None = None
+    prefer_non_tests: bool = True
+    plan_limit: int = 8
+    top_k: int = 12
+    token_cap: int = 4096
+    lane_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_LANE_WEIGHTS))
+    plain: bool = False
+    """The plain baselines stay plain: no test demotion, no file diversity, no reserved slot."""
+
+
+@dataclass
+class RetrievalResult:
+    """What a retrieval returns: the capped evidence, the gate's verdict and per-lane diagnostics."""
+
+    rows: list[EvidenceRow]
+    relevant: bool
+    gate: GateDecision
+    lane_sizes: dict[str, int] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+def is_test_path(path: str) -> bool:
+    return bool(_TEST_PATH.search(path))
+
+
+def mentions_tests(query: str) -> bool:
+    return bool(_TEST_WORDS.search(query))
+
+
+def demote_tests(rows: Sequence[EvidenceRow]) -> list[EvidenceRow]:
+    """Scale test files' fused scores by TEST_PENALTY and re-sort (stable)."""
+    out = [r.model_copy(update={"fused_score": r.fused_score * TEST_PENALTY}) if is_test_path(r.path) else r
+           for r in rows]
+    return sorted(out, key=lambda r: -r.fused_score)
+
+
+def code_slot(code_plan: CodePlan | None) -> int | None:
+    """The rank (0-based) the best code row is lifted to, or None when the request is not about code.
+
+    The docs lanes come from one SQL and together outvote a single code lane; weighting the code lane up
+    instead pushed code above the docs for every question that merely names a class. A reserved slot
+    lifts one code row for code questions and costs docs questions at most one place.
+    """
+    if code_plan is None:
+        return None
+    if code_plan.explicit:
+        return CODE_SLOT_EXPLICIT
+    return CODE_SLOT_IDENTIFIER
+
+
+def reserve_slot(rows: Sequence[EvidenceRow], slot: int | None, layer_prefix: str = "C") -> list[EvidenceRow]:
+    """Move the best row of the given layer family up to `slot` when it ranks below it."""
+    out = list(rows)
+    if slot is None:
+        return out
+    for i, row in enumerate(out):
+        if row.layer.startswith(layer_prefix):
+            if i > slot:
+                out.insert(slot, out.pop(i))
+            break
+    return out
+
+
+def by_distance(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Rows with a vector distance, nearest first (the semantic lane of a ranked result)."""
+    return sorted((r for r in rows if r.get("distance") is not None), key=lambda r: r["distance"])
+
+
+def by_lexical(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Rows with a lexical match, best first (the lexical lane of a ranked result)."""
+    return sorted((r for r in rows if (r.get("lexical_score") or 0) > 0), key=lambda r: -r["lexical_score"])
+
+
+def rank_rows(lanes: Lanes, spec: MergeSpec) -> list[EvidenceRow]:
+    """Fused rows in final order, before the gate and the cap."""
+    fused = fuse(lanes, spec.lane_weights)
+    if spec.plain:
+        return fused
+    if spec.prefer_non_tests and not mentions_tests(spec.query):
+        fused = demote_tests(fused)
+    return reserve_slot(diversify(fused), code_slot(spec.code_plan))
+
+
+def merge_lanes(gathered: GatheredLanes, spec: MergeSpec) -> RetrievalResult:
+    """One merge of every lane: ranking, the relevance gate on the ranked rows, then the token cap."""
+    ranked = rank_rows(gathered.lanes, spec)
+    absent = gathered.absent_names if ranked else []
+    decision = relevance_gate(ranked, list(spec.key_terms), absent_names=absent, named_files=spec.file_names)
+    rows = apply_token_cap(ranked[: max(spec.top_k, spec.plan_limit)], spec.token_cap)
+    return RetrievalResult(rows=rows, relevant=decision.passed, gate=decision,
+                           lane_sizes={k: len(v) for k, v in gathered.lanes.items()},
+                           timings_ms=dict(gathered.timings_ms))

@@ -1,0 +1,80 @@
+"""The pure merge of context_retrieval (`merge_lanes`): ranking, test demotion, code slot, gate, cap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nodes.context_retrieval.merge import GatheredLanes, MergeSpec, merge_lanes, rank_rows
+from nodes.retrieval_policy import CodePlan
+
+
+def row(rid: str, path: str, layer: str = "D0_DOC_CHUNKS", content: str = "", **scores: float) -> dict[str, Any]:
+    return {"id": rid, "path": path, "layer": layer, "title": "", "content": content or f"text of {rid}",
+            "span_start": 1, "span_end": 3, **scores}
+
+
+DOC_A = row("a", "docs/a.md", content="cors middleware allow origins", distance=0.2)
+DOC_B = row("b", "docs/b.md", content="security tutorial", distance=0.3)
+DOC_C = row("c", "docs/c.md", content="deployment", distance=0.4)
+TEST = row("t", "tests/test_cors.py", layer="C0_SOURCE_CHUNKS", content="def test_cors(): ...", distance=0.1)
+CODE = row("k", "pkg/cors.py", layer="C1_SYMBOL_CATALOG", content="class CORSMiddleware", distance=0.5)
+EXPLICIT = CodePlan(terms=["CORSMiddleware"], reason="words: реализация", explicit=True)
+NAMED = CodePlan(terms=["CORSMiddleware"], reason="symbols: corsmiddleware", identifiers=["CORSMiddleware"])
+
+
+def paths(lanes: dict[str, list[dict[str, Any]]], **spec: Any) -> list[str]:
+    return [r.path for r in rank_rows(lanes, MergeSpec(query=spec.pop("query", "how to set up cors"), **spec))]
+
+
+@pytest.mark.parametrize(("query", "first"), [
+    ("how to set up cors", "docs/a.md"),           # a test file is demoted when the request is not about tests
+    ("how is cors tested?", "tests/test_cors.py"),  # ... and keeps its place when it is
+])
+def test_test_files_are_demoted_unless_asked_about(query: str, first: str) -> None:
+    assert paths({"semantic": [TEST, DOC_A, DOC_B]}, query=query)[0] == first
+
+
+@pytest.mark.parametrize(("code_plan", "code_at"), [(None, 3), (NAMED, 2), (EXPLICIT, 0)])
+def test_the_best_code_row_gets_its_reserved_slot(code_plan: CodePlan | None, code_at: int) -> None:
+    lanes = {"semantic": [DOC_A, DOC_B, DOC_C, CODE]}
+    assert paths(lanes, code_plan=code_plan).index("pkg/cors.py") == code_at
+
+
+def test_plain_baselines_are_not_reshaped() -> None:
+    lanes = {"semantic": [TEST, DOC_A, DOC_B, CODE]}
+    assert paths(lanes, code_plan=EXPLICIT, plain=True) == ["tests/test_cors.py", "docs/a.md", "docs/b.md",
+                                                            "pkg/cors.py"]
+
+
+def test_rows_found_by_more_lanes_rank_higher() -> None:
+    assert paths({"semantic": [DOC_B, DOC_A], "lexical": [DOC_A]})[0] == "docs/a.md"
+
+
+@pytest.mark.parametrize(("lanes", "absent", "named", "terms", "relevant", "reason"), [
+    ({}, [], [], ["cors"], False, "no rows"),
+    ({"semantic": [DOC_A]}, ["Kafka"], [], ["cors"], False, "not in the index: Kafka"),
+    ({}, ["Kafka"], [], ["kafka"], False, "no rows"),  # absent names only matter when something was found
+    ({"semantic": [DOC_A]}, ["Kafka"], ["docs/a.md"], ["kafka"], True, "the file the user named"),
+    ({"semantic": [DOC_A]}, [], [], ["cors", "origins"], True, "key terms covered (1.00)"),
+    ({"semantic": [DOC_C]}, [], [], ["cors", "origins"], False, "key terms not covered"),
+])
+def test_gate(lanes: dict[str, list[dict[str, Any]]], absent: list[str], named: list[str], terms: list[str],
+              relevant: bool, reason: str) -> None:
+    result = merge_lanes(GatheredLanes(lanes=lanes, absent_names=absent),
+                         MergeSpec(query="q", key_terms=terms, file_names=named))
+    assert result.relevant is relevant and result.gate.reason.startswith(reason)
+
+
+@pytest.mark.parametrize(("top_k", "plan_limit", "kept"), [(2, 1, 2), (1, 3, 3), (12, 8, 5)])
+def test_rows_kept_are_the_larger_of_top_k_and_the_plan_limit(top_k: int, plan_limit: int, kept: int) -> None:
+    lanes = {"semantic": [DOC_A, DOC_B, DOC_C, CODE, TEST]}
+    result = merge_lanes(GatheredLanes(lanes=lanes), MergeSpec(query="q", top_k=top_k, plan_limit=plan_limit))
+    assert len(result.rows) == kept and result.lane_sizes == {"semantic": 5}
+
+
+def test_token_cap_keeps_rows_in_fused_order() -> None:
+    big = [row(str(i), f"docs/{i}.md", content="x" * 300, distance=0.1 + i / 100) for i in range(6)]
+    result = merge_lanes(GatheredLanes(lanes={"semantic": big}), MergeSpec(query="q", token_cap=250))
+    assert [r.path for r in result.rows] == ["docs/0.md", "docs/1.md"]
