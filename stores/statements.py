@@ -53,10 +53,11 @@ def query_terms(text: str, *, min_len: int = 3) -> list[str]:
 
 
 TSQ = "lotsman_or_tsquery(%(qtext)s, %(stop)s::text[])"
+"""The lexical query: an OR of the query's lexemes without the session's too-frequent ones (schema v2)."""
 TSQ_PAIRS = "lotsman_pairs_tsquery(%(qtext)s, %(stop)s::text[])"
+"""Rows matching two of the query's lexemes (schema v4): the first lexical candidates."""
 LEXICAL_CODE_CAP = 400
 """Most lexical code candidates ranked per request (exact symbol names always come in addition)."""
-"""The lexical query: an OR of the query's lexemes without the session's too-frequent ones (schema v2)."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ class RetrievalStatementBuilder:
             params["qvec"] = _vector_literal(query_embedding)
             parts.append(sql.SQL(
                 "(SELECT c.id FROM {t} c WHERE {w} AND c.embedding IS NOT NULL "
-                "ORDER BY c.embedding <=> %(qvec)s::vector LIMIT %(cand)s)"
+                "ORDER BY c.embedding <=> %(qvec)s::vector, c.id LIMIT %(cand)s)"
             ).format(t=self.table, w=where.sql()))
         lexical_ctes: sql.Composable = sql.SQL("")
         if terms:
@@ -171,10 +172,10 @@ class RetrievalStatementBuilder:
             # ranking every OR match dominated the request; on small ones the OR query still decides.
             lexical_ctes = sql.SQL(
                 "lex_pairs AS (SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ_PAIRS + " "
-                "ORDER BY ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC LIMIT %(cand)s)"
+                "ORDER BY ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC, c.id LIMIT %(cand)s)"
                 ", lex_or AS (SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ + " "
                 "AND (SELECT count(*) FROM lex_pairs) < %(cand)s "
-                "ORDER BY ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC LIMIT %(cand)s), "
+                "ORDER BY ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC, c.id LIMIT %(cand)s), "
             ).format(t=self.table, w=where.sql())
             parts.append(sql.SQL("(SELECT id FROM lex_pairs)"))
             parts.append(sql.SQL("(SELECT id FROM lex_or)"))
@@ -201,7 +202,7 @@ SELECT c.id::text AS id, c.path, c.layer, c.title, c.content, c.metadata_json AS
             ELSE 2 END AS structural_rank
 FROM {t} c JOIN (SELECT DISTINCT id FROM cand) k ON k.id = c.id
 ORDER BY prefer_bonus DESC, test_penalty ASC, layer_rank ASC, lexical_rank ASC, structural_rank ASC,
-         distance ASC NULLS LAST, lexical_score DESC
+         distance ASC NULLS LAST, lexical_score DESC, c.path, c.span_start, c.id
 LIMIT %(limit)s""").format(
             cand=sql.SQL(" UNION ALL ").join(parts), distance=distance, t=self.table, tsq=sql.SQL(TSQ),
             lexical_ctes=lexical_ctes,
@@ -219,7 +220,7 @@ LIMIT %(limit)s""").format(
         where.add("c.path = ANY(%(paths)s)", paths=clean)
         if layers:
             where.add("c.layer = ANY(%(layers)s)", layers=list(layers))
-        return self._plain(where, "array_position(%(paths)s::text[], c.path), c.span_start", limit)
+        return self._plain(where, "array_position(%(paths)s::text[], c.path), c.span_start, c.layer, c.span_end, c.id", limit)
 
     def build_path_substrings(self, session_id: str, substrings: Sequence[str], layers: Sequence[str], limit: int
                               ) -> tuple[sql.Composable, dict[str, Any]] | None:
@@ -232,7 +233,7 @@ LIMIT %(limit)s""").format(
         where.add("lower(c.path) LIKE ANY(%(subs)s)", subs=pats)
         if layers:
             where.add("c.layer = ANY(%(layers)s)", layers=list(layers))
-        return self._plain(where, "length(c.path), c.path, c.span_start", limit)
+        return self._plain(where, "length(c.path), c.path, c.span_start, c.layer, c.span_end, c.id", limit)
 
     def build_lexical_code(self, session_id: str, query_text: str, limit: int, layers: Sequence[str] = (
             Layer.C0_SOURCE_CHUNKS.value,), names: Sequence[str] = (), stop_lexemes: Sequence[str] = (),
@@ -249,16 +250,16 @@ LIMIT %(limit)s""").format(
         # name expression made PostgreSQL scan the whole table): lexical matches ∪ exact symbol names.
         # Pairs of lexemes first, the plain OR only when pairs are too few (see build_retrieve).
         cand = sql.SQL(
-            "(SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ_PAIRS + " LIMIT %(cap)s) "
+            "(SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ_PAIRS + " ORDER BY c.id LIMIT %(cap)s) "
             "UNION (SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ + " "
             "AND (SELECT count(*) FROM (SELECT 1 FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ_PAIRS
-            + " LIMIT %(cap)s) p) < %(cap)s LIMIT %(cap)s) "
+            + " LIMIT %(cap)s) p) < %(cap)s ORDER BY c.id LIMIT %(cap)s) "
             "UNION SELECT c.id FROM {t} c WHERE {w} AND lower(c.metadata_json->>'name') = ANY(%(names)s)"
         ).format(t=self.table, w=where.sql())
         # NULL-safe: rows without a name must sort after name matches, not first (NULLs lead in DESC).
         order = ("coalesce(lower(c.metadata_json->>'name') = ANY(%(names)s), false) DESC, "
                  "array_position(%(layers)s::text[], c.layer), "
-                 "ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC")
+                 "ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC, c.path, c.span_start, c.id")
         stmt = sql.SQL(
             "SELECT c.id::text AS id, c.path, c.layer, c.title, c.content, c.metadata_json AS metadata, "
             "c.span_start, c.span_end FROM {t} c WHERE c.id IN (" + "{cand}" + ") ORDER BY " + order
