@@ -18,6 +18,7 @@ from graph.context import Context
 from graph.settings import Settings, get_settings
 from graph.state import SessionRef
 from nodes.context_retrieval.adapter import RetrievalAdapter
+from nodes.context_retrieval.layout import discover_layout
 from nodes.context_retrieval.merge import RetrievalResult
 from nodes.conversation_understanding import StandaloneRequest
 from nodes.intent_routing import IntentRouter, RouteResult
@@ -143,9 +144,10 @@ class GraphDeps:
                               timeout_s=self.settings.gigachat.router_timeout)
         # Sessions indexed before schema v5 have no stored stoplist yet: compute it once here.
         stop = session.stop_lexemes if session.stop_lexemes is not None else repository.frequent_lexemes(session)
-        adapter = RetrievalAdapter(repository, embedder, executor=self.lane_pool(), stop_lexemes=stop)
-        return SessionBundle(session=session, adapter=adapter, router=router,
-                             symbols=frozenset(repository.symbol_names(session)))
+        symbols = frozenset(repository.symbol_names(session))
+        adapter = RetrievalAdapter(repository, embedder, executor=self.lane_pool(), stop_lexemes=stop,
+                                   layout=discover_layout(repository.indexed_paths(session)), symbols=symbols)
+        return SessionBundle(session=session, adapter=adapter, router=router, symbols=symbols)
 
 
 def make_chat_model(settings: Settings) -> BaseChatModel | None:

@@ -8,6 +8,7 @@ in `timings_ms`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import time
 from collections.abc import Awaitable, Callable
@@ -128,7 +129,9 @@ def context_retrieval(deps: GraphDeps) -> Node:
         report = RetrievalReport(
             relevant=result.relevant, gate=result.gate.reason, coverage=result.gate.coverage,
             best_similarity=result.gate.best_similarity, lane_sizes=result.lane_sizes,
-            timings_ms=result.timings_ms, provenance=[r.provenance() for r in result.rows],
+            timings_ms=result.timings_ms, relaxation=result.relaxation,
+            signals=dataclasses.asdict(result.gate.signals) if result.gate.signals else {},
+            provenance=[r.provenance() for r in result.rows],
         )
         return {"evidence": result.rows, "retrieval": report}
 

@@ -44,6 +44,10 @@ class RetrievalReport(BaseModel):
     best_similarity: float = 0.0
     lane_sizes: dict[str, int] = Field(default_factory=dict)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    relaxation: str = "hard"
+    """How far the plan's hard filters were loosened to find enough rows (`hard`, `preference`, `none`)."""
+    signals: dict[str, Any] = Field(default_factory=dict)
+    """What the gate measured (`GateSignals`): coverage, best row coverage, similarity, cross-lingual."""
     provenance: list[dict[str, Any]] = Field(default_factory=list)
     """Per returned row: path, lines, layer, lanes → rank, fused score."""
 

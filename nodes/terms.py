@@ -55,3 +55,15 @@ def key_terms(text: str, extra: Iterable[str] = ()) -> list[str]:
         if len(w) >= 3 and w not in STOPWORDS and not w.isdigit():
             out.setdefault(w, None)
     return list(out)[:MAX_KEY_TERMS]
+
+
+_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+_CYRILLIC = re.compile(r"[а-яё]", re.IGNORECASE)
+
+
+def cyrillic_share(text: str) -> float:
+    """Share of the letters of `text` that are Cyrillic (0.0 for no letters)."""
+    letters = _LETTER.findall(text)
+    if not letters:
+        return 0.0
+    return sum(1 for ch in letters if _CYRILLIC.match(ch)) / len(letters)

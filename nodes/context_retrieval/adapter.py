@@ -15,8 +15,10 @@ from typing import Any, TypeVar
 
 from langchain_core.embeddings import Embeddings
 
+from nodes.context_retrieval.bridge import code_names, doc_identifiers
 from nodes.context_retrieval.fusion import DEFAULT_LANE_WEIGHTS
-from nodes.context_retrieval.gate import GateDecision, named_terms
+from nodes.context_retrieval.gate import GateDecision, GateThresholds, named_terms
+from nodes.context_retrieval.layout import RepoLayout, translate_prefixes
 from nodes.context_retrieval.merge import (
     GatheredLanes,
     MergeSpec,
@@ -24,15 +26,29 @@ from nodes.context_retrieval.merge import (
     by_distance,
     by_lexical,
     merge_lanes,
+    rank_rows,
 )
-from nodes.retrieval_policy import CodePlan, RetrievalPlan
+from nodes.context_retrieval.relax import RelaxStep, next_step, relax_plan
+from nodes.retrieval_policy import CodePlan, RetrievalPlan, RetrievalProfile
 from nodes.terms import key_terms
+from stores.layers import Layer
 from stores.repository import RagRepository
 from stores.sessions import RagSession
 from stores.statements import RetrieveFilters, normalize_path
 
 CANDIDATES = 60
 """Rows each SQL lane contributes before fusion."""
+
+BRIDGE_ROWS = 8
+"""Rows each bridge look-up adds."""
+BRIDGE_CODE_LAYERS = (Layer.C1_SYMBOL_CATALOG.value, Layer.C0_SOURCE_CHUNKS.value)
+
+LANDING_ROWS = 8
+"""Rows of the landing pages offered to an overview (GENERAL_QA) question."""
+
+AMBIENT_CODE_PLAN = CodePlan(terms=[], reason="code competes with prose on every question (SPEC §10)")
+"""The code lanes' plan when the request names no code: definitions, docstrings and comments answer
+behaviour questions too, so they always compete and the fusion decides (no reserved slot, though)."""
 
 T = TypeVar("T")
 
@@ -49,13 +65,14 @@ class InlineExecutor(Executor):
         return future
 
 
-def plan_filters(plan: RetrievalPlan) -> RetrieveFilters:
-    """Seed 000 §11 `_map_filters`: the plan's filters as repository arguments."""
+def plan_filters(plan: RetrievalPlan, layout: RepoLayout | None = None) -> RetrieveFilters:
+    """Seed 000 §11 `_map_filters`: the plan's filters as repository arguments, its path prefixes
+    translated to the repository's layout (`layout.translate_prefixes`)."""
     f = plan.filters
     return RetrieveFilters(
         layers=tuple(plan.layers),
-        path_prefixes=tuple(f.path_prefixes or ()),
-        prefer_path_prefixes=tuple(f.prefer_path_prefixes or ()),
+        path_prefixes=tuple(translate_prefixes(f.path_prefixes or (), layout)),
+        prefer_path_prefixes=tuple(translate_prefixes(f.prefer_path_prefixes or (), layout)),
         prefer_like_patterns=tuple(f.prefer_like_patterns or ()),
         metadata_domain=f.metadata_domain,
         metadata_subdomain=f.metadata_subdomain,
@@ -93,17 +110,29 @@ class RetrievalAdapter:
         lane_weights: RRF weights per lane.
         candidates: rows each SQL lane contributes before fusion.
         stop_lexemes: the session's frequent lexemes, left out of lexical queries.
+        ambient_code: run the code lanes for every request, not only for those with a code plan.
+        layout: the repository's documentation roots and landing pages (`layout.discover_layout`).
+        gate: the relevance gate's thresholds.
+        symbols: the session's lower-cased symbol names (the docs→code bridge looks them up).
+        bridge: run the docs↔code bridge lanes.
     """
 
     def __init__(self, repository: RagRepository, embedder: Embeddings, *, executor: Executor | None = None,
                  lane_weights: Mapping[str, float] | None = None, candidates: int = CANDIDATES,
-                 stop_lexemes: Sequence[str] = ()) -> None:
+                 stop_lexemes: Sequence[str] = (), ambient_code: bool = True,
+                 layout: RepoLayout | None = None, gate: GateThresholds | None = None,
+                 symbols: frozenset[str] = frozenset(), bridge: bool = True) -> None:
         self.repository = repository
         self.embedder = embedder
         self.executor = executor or InlineExecutor()
         self.lane_weights = dict(lane_weights or DEFAULT_LANE_WEIGHTS)
         self.candidates = candidates
         self.stop_lexemes = list(stop_lexemes)
+        self.ambient_code = ambient_code
+        self.layout = layout
+        self.gate = gate or GateThresholds()
+        self.symbols = symbols
+        self.bridge = bridge
 
     def fetch_rows(
         self, session: RagSession, plan: RetrievalPlan, code_plan: CodePlan | None, query: str, *,
@@ -134,11 +163,30 @@ class RetrievalAdapter:
         spec = MergeSpec(
             query=query, key_terms=list(gate_terms) if gate_terms is not None else key_terms(query, terms),
             file_names=file_names, code_plan=code_plan, plan_limit=plan.limit, top_k=top_k, token_cap=token_cap,
-            lane_weights=self.lane_weights, plain=lanes_enabled is not None,
+            lane_weights=self.lane_weights, gate=self.gate, plain=lanes_enabled is not None,
         )
+        if self.bridge and lanes_enabled is None:
+            self._bridge(session, gathered, spec)
         result = merge_lanes(gathered, spec)
         result.timings_ms["merge"] = _ms(t0)
         return result
+
+    def _bridge(self, session: RagSession, gathered: GatheredLanes, spec: MergeSpec) -> None:
+        """Add the docs→code and code→docs lanes read off a first ranking (SPEC §10)."""
+        first = rank_rows(gathered.lanes, spec)
+        known = [*(spec.code_plan.terms if spec.code_plan else []), *(self.layout.packages if self.layout else ())]
+        names = doc_identifiers(first, self.symbols, exclude=known)
+        if names:
+            gathered.lanes["bridge_code"] = _timed(gathered.timings_ms, "bridge_code", lambda: (
+                self.repository.retrieve_lexical_code(session, "", names=names, layers=BRIDGE_CODE_LAYERS,
+                                                      limit=BRIDGE_ROWS)))
+        defined = code_names(first)
+        if defined:
+            gathered.lanes["bridge_docs"] = _timed(gathered.timings_ms, "bridge_docs", lambda: by_lexical(
+                self.repository.retrieve(session, query_embedding=None, query_text=" ".join(defined),
+                                         filters=RetrieveFilters(layers=(Layer.D0_DOC_CHUNKS.value,)),
+                                         limit=BRIDGE_ROWS, candidates=BRIDGE_ROWS,
+                                         stop_lexemes=self.stop_lexemes)))
 
     def gather_lanes(self, session: RagSession, plan: RetrievalPlan, code_plan: CodePlan | None, query: str, *,
                      file_names: Sequence[str] = (), lanes_enabled: Sequence[str] | None = None) -> GatheredLanes:
@@ -154,17 +202,15 @@ class RetrievalAdapter:
 
         hints = list(plan.filters.target_doc_hints or [])
         names = named_terms(query)
-        paths_f = submit("paths", lambda: self._path_lanes(session, hints, file_names, on))
+        paths_f = submit("paths", lambda: self._path_lanes(session, plan, hints, file_names, on))
         absent_f = submit("names", lambda: self.repository.absent_terms(session, names)) if names else None
         embedding = _timed(out.timings_ms, "embed", lambda: self.embedder.embed_query(query)) \
             if (on("semantic") or on("code")) else None
-        ranked_f = submit("ranked", lambda: self.repository.retrieve(
-            session, query_embedding=embedding if on("semantic") else None,
-            query_text=query if (on("lexical") or on("ranked")) else "", filters=plan_filters(plan),
-            limit=self.candidates, candidates=self.candidates, stop_lexemes=self.stop_lexemes))
+        ranked_f = submit("ranked", lambda: self._ranked(session, plan, query, embedding, on))
+        code_plan = code_plan or (AMBIENT_CODE_PLAN if self.ambient_code else None)
         code_fs = self._submit_code_lanes(session, code_plan, query, embedding, submit) if on("code") else None
         out.lanes.update(paths_f.result())
-        ranked = ranked_f.result()
+        ranked, out.relaxation = ranked_f.result()
         for lane, rows in (("ranked", ranked), ("semantic", by_distance(ranked)), ("lexical", by_lexical(ranked))):
             if on(lane):
                 out.lanes[lane] = rows
@@ -174,9 +220,32 @@ class RetrievalAdapter:
         out.absent_names = absent_f.result() if absent_f is not None else []
         return out
 
-    def _path_lanes(self, session: RagSession, hints: Sequence[str], file_names: Sequence[str],
+    def _ranked(self, session: RagSession, plan: RetrievalPlan, query: str, embedding: list[float] | None,
+                on: Callable[[str], bool]) -> tuple[list[dict[str, Any]], RelaxStep]:
+        """Seed 001's ranked SQL under the plan, loosened step by step while it finds too little."""
+        step: RelaxStep | None = "hard"
+        tried: RetrievalPlan | None = None
+        rows: list[dict[str, Any]] = []
+        answered: RelaxStep = "hard"
+        while step is not None:
+            current = relax_plan(plan, step)
+            if current != tried:  # a step that changes nothing is not worth a query
+                rows = self.repository.retrieve(
+                    session, query_embedding=embedding if on("semantic") else None,
+                    query_text=query if (on("lexical") or on("ranked")) else "",
+                    filters=plan_filters(current, self.layout),
+                    limit=self.candidates, candidates=self.candidates, stop_lexemes=self.stop_lexemes)
+                tried, answered = current, step
+            step = next_step(step, len(rows), plan.limit)
+        return rows, answered
+
+    def _path_lanes(self, session: RagSession, plan: RetrievalPlan, hints: Sequence[str], file_names: Sequence[str],
                     on: Callable[[str], bool]) -> dict[str, Sequence[Mapping[str, Any]]]:
         out: dict[str, Sequence[Mapping[str, Any]]] = {}
+        landing = self.layout.landing if self.layout else ()
+        if on("landing") and landing and plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY:
+            # an overview question is answered by the repository's front doors, which no other lane prefers
+            out["landing"] = self.repository.retrieve_exact_files(session, landing, limit=LANDING_ROWS)
         if on("exact") and hints:
             out["exact"] = self.repository.retrieve_exact_files(session, hints, limit=self.candidates)
         found = {r["path"] for r in out.get("exact", [])}

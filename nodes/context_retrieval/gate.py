@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nodes.evidence import EvidenceRow
-from nodes.terms import STOPWORDS, WORD, stem
+from nodes.terms import STOPWORDS, WORD, cyrillic_share, stem
 
 SIMILARITY_PASS = 0.80
 """Best cosine similarity that passes on its own (a near-paraphrase)."""
@@ -71,6 +71,35 @@ def term_coverage(terms: Sequence[str], rows: Sequence[EvidenceRow]) -> float:
 
 
 @dataclass(frozen=True)
+class GateSignals:
+    """What the gate looks at, kept with its verdict so thresholds can be calibrated offline."""
+
+    rows: int = 0
+    coverage: float = 0.0
+    """Share of the key terms found anywhere in the top GATE_TOP_N rows."""
+    row_coverage: float = 0.0
+    """The best share of key terms found together in one of those rows."""
+    best_similarity: float = 0.0
+    """1 − the smallest cosine distance among the rows (0.0 when no row has one)."""
+    cross_lingual: bool = False
+    """The request and the top evidence are written in different languages (Cyrillic vs Latin prose),
+    so stemmed key terms cannot be expected to match."""
+    named_file_found: bool = False
+    absent_names: tuple[str, ...] = ()
+    has_terms: bool = False
+
+
+@dataclass(frozen=True)
+class GateThresholds:
+    """The gate's thresholds, chosen on the dev splits of every eval corpus together."""
+
+    coverage_pass: float = COVERAGE_PASS
+    similarity_pass: float = SIMILARITY_PASS
+    cross_similarity_pass: float = SIMILARITY_PASS
+    """Similarity that passes a cross-lingual request whose key terms are not covered."""
+
+
+@dataclass(frozen=True)
 class GateDecision:
     """Whether retrieval found something relevant, and why."""
 
@@ -78,36 +107,71 @@ class GateDecision:
     reason: str
     coverage: float
     best_similarity: float
+    signals: GateSignals | None = None
 
 
-def relevance_gate(rows: Sequence[EvidenceRow], terms: Sequence[str], *, similarity_pass: float = SIMILARITY_PASS,
-                   coverage_pass: float = COVERAGE_PASS, absent_names: Sequence[str] = (),
+CROSS_LINGUAL_SHARE = 0.25
+"""A text is "Cyrillic" when at least this share of its letters is (code in Russian docs dilutes it)."""
+
+
+def gate_signals(rows: Sequence[EvidenceRow], terms: Sequence[str], *, query: str = "",
+                 absent_names: Sequence[str] = (), named_files: Sequence[str] = ()) -> GateSignals:
+    """Measure the fused rows against the request (pure)."""
+    if not rows:
+        return GateSignals(absent_names=tuple(absent_names), has_terms=bool(terms))
+    distances = [r.scores["distance"] for r in rows if "distance" in r.scores]
+    top = list(rows[:GATE_TOP_N])
+    wanted = [f.lower().lstrip("./") for f in named_files if f.strip()]
+    evidence_ru = cyrillic_share(" ".join(r.content[:400] for r in top)) >= CROSS_LINGUAL_SHARE
+    query_ru = cyrillic_share(query) >= CROSS_LINGUAL_SHARE
+    return GateSignals(
+        rows=len(rows), coverage=term_coverage(terms, top),
+        row_coverage=max(term_coverage(terms, [r]) for r in top) if terms else 0.0,
+        best_similarity=1.0 - min(distances) if distances else 0.0,
+        cross_lingual=bool(query.strip()) and evidence_ru != query_ru,
+        named_file_found=bool(wanted) and any(r.path.lower().endswith(f) for r in top for f in wanted),
+        absent_names=tuple(absent_names), has_terms=bool(terms),
+    )
+
+
+def decide(signals: GateSignals, t: GateThresholds) -> GateDecision:
+    """The verdict: an explicit "nothing relevant" beats noise (pure)."""
+    cov, best = signals.coverage, signals.best_similarity
+
+    def verdict(passed: bool, reason: str) -> GateDecision:
+        return GateDecision(passed, reason, cov, best, signals)
+
+    if not signals.rows:
+        return verdict(False, "no rows")
+    if signals.named_file_found:
+        return verdict(True, "the file the user named")
+    if signals.absent_names:
+        return verdict(False, f"not in the index: {', '.join(signals.absent_names)}")
+    if signals.has_terms and cov >= t.coverage_pass:  # no key terms ("how does it work?") proves nothing
+        return verdict(True, f"key terms covered ({cov:.2f})")
+    if best >= t.similarity_pass:
+        return verdict(True, f"high similarity ({best:.2f})")
+    if signals.cross_lingual and best >= t.cross_similarity_pass:
+        return verdict(True, f"cross-lingual, similarity {best:.2f}")
+    return verdict(False, f"key terms not covered ({cov:.2f}) and similarity {best:.2f}")
+
+
+def relevance_gate(rows: Sequence[EvidenceRow], terms: Sequence[str], *, thresholds: GateThresholds | None = None,
+                   query: str = "", absent_names: Sequence[str] = (),
                    named_files: Sequence[str] = ()) -> GateDecision:
-    """Decide whether the fused rows answer anything: an explicit "nothing relevant" beats noise.
+    """Decide whether the fused rows answer anything.
 
     Args:
         rows: fused evidence, best first.
         terms: the request's key terms.
+        thresholds: defaults to `GateThresholds()`.
+        query: the request (its language against the evidence's decides whether it is cross-lingual).
         absent_names: names from the request (`named_terms`) that occur nowhere in the index.
         named_files: file names the user wrote; finding one passes the gate (hints derived from aliases
             do not: an alias match alone says little about whether the question is answerable).
     """
-    if not rows:
-        return GateDecision(False, "no rows", 0.0, 0.0)
-    distances = [r.scores["distance"] for r in rows if "distance" in r.scores]
-    best = 1.0 - min(distances) if distances else 0.0
-    top = list(rows[:GATE_TOP_N])
-    coverage = term_coverage(terms, top)
-    wanted = [f.lower().lstrip("./") for f in named_files if f.strip()]
-    if wanted and any(r.path.lower().endswith(f) for r in rows[:GATE_TOP_N] for f in wanted):
-        return GateDecision(True, "the file the user named", coverage, best)
-    if absent_names:
-        return GateDecision(False, f"not in the index: {', '.join(absent_names)}", coverage, best)
-    if terms and coverage >= coverage_pass:  # no key terms at all ("how does it work?") proves nothing
-        return GateDecision(True, f"key terms covered ({coverage:.2f})", coverage, best)
-    if best >= similarity_pass:
-        return GateDecision(True, f"high similarity ({best:.2f})", coverage, best)
-    return GateDecision(False, f"key terms not covered ({coverage:.2f}) and similarity {best:.2f}", coverage, best)
+    signals = gate_signals(rows, terms, query=query, absent_names=absent_names, named_files=named_files)
+    return decide(signals, thresholds or GateThresholds())
 
 
 def estimate_tokens(text: str) -> int:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodes.context_retrieval.fusion import DEFAULT_LANE_WEIGHTS, diversify, fuse
-from nodes.context_retrieval.gate import GateDecision, apply_token_cap, relevance_gate
+from nodes.context_retrieval.gate import GateDecision, GateThresholds, apply_token_cap, relevance_gate
 from nodes.evidence import EvidenceRow
 from nodes.retrieval_policy import CodePlan
 
@@ -39,6 +39,8 @@ class GatheredLanes:
     absent_names: list[str] = field(default_factory=list)
     """Names of the request (`named_terms`) that occur nowhere in the session's index."""
     timings_ms: dict[str, float] = field(default_factory=dict)
+    relaxation: str = "hard"
+    """The plan step whose ranked SQL answered (`relax.STEPS`)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class MergeSpec:
     top_k: int = 12
     token_cap: int = 4096
     lane_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_LANE_WEIGHTS))
+    gate: GateThresholds = field(default_factory=GateThresholds)
     plain: bool = False
     """The plain baselines stay plain: no test demotion, no file diversity, no reserved slot."""
 
@@ -68,6 +71,8 @@ class RetrievalResult:
     gate: GateDecision
     lane_sizes: dict[str, int] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    relaxation: str = "hard"
+    """How far the plan's filters were loosened to find enough rows (`hard`, `preference`, `none`)."""
 
 
 def is_test_path(path: str) -> bool:
@@ -136,8 +141,9 @@ def merge_lanes(gathered: GatheredLanes, spec: MergeSpec) -> RetrievalResult:
     """One merge of every lane: ranking, the relevance gate on the ranked rows, then the token cap."""
     ranked = rank_rows(gathered.lanes, spec)
     absent = gathered.absent_names if ranked else []
-    decision = relevance_gate(ranked, list(spec.key_terms), absent_names=absent, named_files=spec.file_names)
+    decision = relevance_gate(ranked, list(spec.key_terms), thresholds=spec.gate, query=spec.query,
+                              absent_names=absent, named_files=spec.file_names)
     rows = apply_token_cap(ranked[: max(spec.top_k, spec.plan_limit)], spec.token_cap)
     return RetrievalResult(rows=rows, relevant=decision.passed, gate=decision,
                            lane_sizes={k: len(v) for k, v in gathered.lanes.items()},
-                           timings_ms=dict(gathered.timings_ms))
+                           timings_ms=dict(gathered.timings_ms), relaxation=gathered.relaxation)

@@ -1,0 +1,79 @@
+"""Layout discovery, prefix translation and plan relaxation (SPEC §10): pure, no database."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodes.context_retrieval.layout import discover_layout, translate_prefixes
+from nodes.context_retrieval.relax import next_step, relax_plan
+from nodes.retrieval_policy import PlanFilters, RetrievalPlan
+
+DOCS_TREE = ["docs/ru/docs/index.md", "docs/ru/docs/tutorial/cors.md", "pkg/__init__.py", "pkg/core.py",
+             "pkg/sub/__init__.py", "README.md"]
+ROOT_DOCS = ["README.md", "CHANGELOG.md", "specs/a/spec.md", "src/lib/__init__.py", "src/lib/x.py"]
+CODE_ONLY = ["click/__init__.py", "click/core.py", "LICENSE.txt"]
+
+
+@pytest.mark.parametrize(("paths", "roots", "landing"), [
+    (DOCS_TREE, ("", "docs/"), ("README.md", "docs/ru/docs/index.md", "pkg/__init__.py")),
+    (ROOT_DOCS, ("", "specs/"), ("README.md", "src/lib/__init__.py")),
+    (CODE_ONLY, (), ("click/__init__.py",)),
+    ([], (), ()),
+])
+def test_discover_layout(paths: list[str], roots: tuple[str, ...], landing: tuple[str, ...]) -> None:
+    layout = discover_layout(paths)
+    assert layout.doc_roots == roots and layout.landing == landing
+
+
+def test_packages_are_the_top_level_ones() -> None:
+    assert discover_layout(DOCS_TREE).packages == ("pkg",)
+    assert discover_layout(ROOT_DOCS).packages == ("lib",)
+
+
+@pytest.mark.parametrize(("paths", "prefixes", "expected"), [
+    (DOCS_TREE, ["docs/api/", "docs/"], ["docs/"]),           # what exists is kept
+    (ROOT_DOCS, ["docs/api/", "docs/"], []),                  # markdown at the root: no prefix filter
+    (["guide/a.md", "guide/b.md", "x.py"], ["docs/"], ["guide/"]),  # the discovered root instead
+    (CODE_ONLY, ["docs/"], []),                               # no markdown at all: nothing to narrow to
+    (DOCS_TREE, [], []),
+])
+def test_translate_prefixes(paths: list[str], prefixes: list[str], expected: list[str]) -> None:
+    assert translate_prefixes(prefixes, discover_layout(paths)) == expected
+
+
+def test_translate_without_a_layout_keeps_the_seed_prefixes() -> None:
+    assert translate_prefixes(["docs/"], None) == ["docs/"]
+
+
+FIND = RetrievalPlan(profile="file_lookup", layers=["D1_DOCUMENT_CATALOG", "D3_ENTITY_CATALOG"], limit=12,
+                     filters=PlanFilters(path_prefixes=["docs/"], prefer_path_prefixes=["docs/api/"],
+                                         prefer_like_patterns=["%cors%"], target_doc_hints=["docs/cors.md"],
+                                         metadata_domain="api"))
+
+
+def test_hard_step_is_the_plan() -> None:
+    assert relax_plan(FIND, "hard") == FIND
+
+
+def test_preference_step_turns_hard_filters_into_preferences() -> None:
+    plan = relax_plan(FIND, "preference")
+    assert plan.filters.path_prefixes is None and plan.filters.metadata_domain is None
+    assert plan.filters.prefer_path_prefixes == ["docs/", "docs/api/"]
+    assert plan.filters.prefer_like_patterns == ["%cors%"] and plan.filters.target_doc_hints == ["docs/cors.md"]
+    assert plan.layers == ["D1_DOCUMENT_CATALOG", "D3_ENTITY_CATALOG", "D0_DOC_CHUNKS"]
+
+
+def test_none_step_drops_every_filter_and_opens_every_layer() -> None:
+    plan = relax_plan(FIND, "none")
+    assert plan.filters.path_prefixes is None and plan.filters.prefer_path_prefixes is None
+    assert plan.filters.metadata_domain is None and plan.filters.target_doc_hints == ["docs/cors.md"]
+    assert {"D0_DOC_CHUNKS", "D2_FACT_INDEX", "C0_SOURCE_CHUNKS", "C1_SYMBOL_CATALOG"} <= set(plan.layers)
+    assert plan.profile == FIND.profile and plan.limit == FIND.limit
+
+
+@pytest.mark.parametrize(("step", "found", "limit", "expected"), [
+    ("hard", 12, 12, None), ("hard", 3, 12, "preference"), ("preference", 0, 8, "none"), ("none", 0, 8, None),
+    ("preference", 9, 8, None),
+])
+def test_next_step(step: str, found: int, limit: int, expected: str | None) -> None:
+    assert next_step(step, found, limit) == expected  # type: ignore[arg-type]
