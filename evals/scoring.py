@@ -58,6 +58,7 @@ def score_case(case: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
         "route": route,
         "route_correct": route == case["expected_route"],
         "gold_paths": gold,
+        "key_facts": facts,
         "retrieved_files": retrieved[:10],
         "evidence_paths": evidence_paths,
         "evidence_rows": len(evidence),
