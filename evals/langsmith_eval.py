@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.cases import load_dataset
-from evals.scoring import OUTPUT_FIELDS, score_case
+from evals.scoring import OUTPUT_FIELDS, plain, score_case
 from evals.summary import METRICS, aggregate
 from stores.errors import LotsmanError
 
@@ -75,9 +75,9 @@ def upload_dataset(client: Any, dataset_path: Path) -> str:
 
 def outputs_of(state: dict[str, Any]) -> dict[str, Any]:
     """The fields scoring reads; evidence rows reduced to their location (their text stays out of the run)."""
-    out = {k: state.get(k) for k in OUTPUT_FIELDS}
+    out = {k: plain(state.get(k)) for k in OUTPUT_FIELDS}
     out["evidence"] = [{k: e.get(k) for k in ("path", "span_start", "span_end", "layer")}
-                       for e in state.get("evidence") or []]
+                       for e in out["evidence"] or []]
     return out
 
 

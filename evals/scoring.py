@@ -23,9 +23,18 @@ OUTPUT_FIELDS = ("answer", "citations", "citations_removed", "route", "abstained
 """The state fields scoring reads (LangSmith's target returns exactly these)."""
 
 
+def plain(value: Any) -> Any:
+    """A state value as JSON-shaped data: stage models (`EvidenceRow`, `RetrievalReport`) become dicts."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
 def _removed_count(state: dict[str, Any]) -> int | None:
     # `citations_removed` is not in the output state yet (asked of the lead); until then the share is n/a.
-    removed = state.get("citations_removed")
+    removed = plain(state.get("citations_removed"))
     if removed is None:
         return None
     return removed if isinstance(removed, int) else len(removed)
@@ -33,18 +42,18 @@ def _removed_count(state: dict[str, Any]) -> int | None:
 
 def score_case(case: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
     """Per-case metrics and diagnostics; answer metrics of unanswerable cases are None."""
-    evidence = state.get("evidence") or []
+    evidence = plain(state.get("evidence") or [])
     evidence_paths = [e["path"] for e in evidence]
     retrieved = distinct_files(evidence_paths)
     gold = list(case["gold_paths"])
     facts = list(case.get("key_facts") or [])
     answer = state.get("answer") or ""
-    citations = state.get("citations") or []
+    citations = plain(state.get("citations") or [])
     abstained = bool(state.get("abstained"))
     answerable = bool(case["answerable"])
-    route = route_label(state.get("route") or {})
+    route = route_label(plain(state.get("route") or {}))
     known = list(dict.fromkeys([*evidence_paths, *(c["path"] for c in citations)]))
-    retrieval = state.get("retrieval") or {}
+    retrieval = plain(state.get("retrieval") or {})
 
     def ans(value: Any) -> Any:
         return value if answerable else None

@@ -193,3 +193,23 @@ def test_python_m_evals_lists_the_corpora() -> None:
     out = subprocess.run([sys.executable, "-m", "evals", "--list"], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout
     assert "fastapi-ru" in out and "lotsman-self" in out and "(this repository)" in out
+
+
+def test_stage_models_in_the_state_score_like_dicts() -> None:
+    # The typed state holds frozen models (EvidenceRow, RetrievalReport); scoring reads them as dicts.
+    from pydantic import BaseModel
+
+    class Row(BaseModel):
+        path: str
+        span_start: int
+        span_end: int
+
+    class Report(BaseModel):
+        relevant: bool
+        gate: str
+
+    as_dicts = state("- `def make_id(route):` [pkg/mod.py:1-2]", ["pkg/mod.py"], cites=["pkg/mod.py"])
+    as_models = {**as_dicts, "evidence": [Row(**e) for e in as_dicts["evidence"]],
+                 "retrieval": Report(**as_dicts["retrieval"])}
+    c = case("m", ["pkg/mod.py"], ["make_id"])
+    assert score_case(c, as_models) == score_case(c, as_dicts)
