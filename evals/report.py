@@ -27,10 +27,10 @@ def format_table(report: dict[str, Any]) -> str:
     head = f"retriever={report['retriever']} · embedder={report['embedder']}"
     if report.get("split"):
         head += f" · split={report['split']}"
-    lines = [head, f"{'':<24}" + "".join(f"{n:>{width}}" for n in columns)]
-    for label, key in (("cases", "cases"), ("answerable", "answerable"), ("code-gold cases", "code_gold_cases"),
-                       *METRICS):
-        lines.append(f"{label:<24}" + "".join(f"{cell(key, c.get(key)):>{width}}" for c in columns.values()))
+    lines = [head, f"{'':<25}" + "".join(f"{n:>{width}}" for n in columns)]
+    for label, key in (("cases", "cases"), ("answerable", "answerable"), ("answered (not abstained)", "answered"),
+                       ("code-gold cases", "code_gold_cases"), *METRICS):
+        lines.append(f"{label:<25}" + "".join(f"{cell(key, c.get(key)):>{width}}" for c in columns.values()))
     nodes = list(dict.fromkeys(n for c in columns.values() for n in c.get("latency_ms", {})))
     lines.append("latency ms p50/p95")
     for node in nodes:
@@ -38,7 +38,7 @@ def format_table(report: dict[str, Any]) -> str:
         for c in columns.values():
             lat = c.get("latency_ms", {}).get(node)
             row.append(f"{lat['p50']:.0f}/{lat['p95']:.0f}" if lat else "-")
-        lines.append(f"  {node:<22}" + "".join(f"{v:>{width}}" for v in row))
+        lines.append(f"  {node:<23}" + "".join(f"{v:>{width}}" for v in row))
     return "\n".join(lines)
 
 

@@ -93,7 +93,8 @@ def run_jobs(jobs: Sequence[EvalJob], *, settings: Any, cache_dir: Path, retriev
         if progress:
             progress(f"{job.name}: {job.dataset.name} on {corpus}")
         corpora[job.name] = run(job.dataset, corpus, settings=settings, retriever=retriever, embedder=embedder,
-                                session=session, label=job.name, limit=limit, deps=deps)
+                                session=session, label=job.suite.name if job.suite else None, limit=limit,
+                                deps=deps)
     summaries = {name: {k: v for k, v in r.items() if k != "results"} for name, r in corpora.items()}
     embedders = sorted({r["embedder"] for r in corpora.values()})
     return {"retriever": retriever, "embedder": ", ".join(embedders), "corpora": corpora, "macro": macro(summaries)}

@@ -27,7 +27,7 @@ METRICS = (
 )
 """(label, key) of every summary metric, in table order."""
 
-COUNTS = ("cases", "answerable", "code_gold_cases", "empty_candidate_sets")
+COUNTS = ("cases", "answerable", "answered", "code_gold_cases", "empty_candidate_sets")
 """Keys that add up across corpora instead of being averaged."""
 
 
@@ -44,6 +44,8 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {
         "cases": len(rows),
         "answerable": len(answerable),
+        # Answer metrics (lead citation, passages) are n/a on abstentions: this is their denominator.
+        "answered": sum(1 for r in answerable if not r["abstained"]),
         "route_accuracy": mean_or_none(float(r["route_correct"]) for r in rows),
         "recall_at_5": avg("recall_at_5"),
         "recall_at_10": avg("recall_at_10"),

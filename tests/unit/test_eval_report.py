@@ -73,7 +73,7 @@ def test_removed_citations_are_counted_when_the_state_has_them() -> None:
 
 def test_corpus_summary() -> None:
     m = aggregate(ROWS)
-    assert (m["cases"], m["answerable"], m["code_gold_cases"]) == (4, 3, 2)
+    assert (m["cases"], m["answerable"], m["answered"], m["code_gold_cases"]) == (4, 3, 2, 2)
     assert m["recall_at_5"] == pytest.approx(1 / 3)
     assert m["code_gold_recall_at_5"] == 0.5  # a found, c not
     assert m["key_fact_coverage"] == pytest.approx(1 / 3) and m["key_fact_coverage_legacy"] == pytest.approx(2 / 3)
@@ -182,9 +182,10 @@ def test_run_jobs_reports_each_corpus_and_the_macro(monkeypatch, tmp_path: Path)
     monkeypatch.setattr(evals.runner, "run", fake_run)
     from evals.suites import EvalJob
 
-    jobs = [EvalJob("a", Path("a.jsonl"), tmp_path), EvalJob("b", Path("b.jsonl"), tmp_path)]
+    jobs = [EvalJob("a", Path("a.jsonl"), tmp_path, SUITES["click"]), EvalJob("b", Path("b.jsonl"), tmp_path)]
     report = evals.runner.run_jobs(jobs, settings=None, cache_dir=tmp_path, deps=object())
-    assert [c[2] for c in calls] == ["a", "b"] and all(c[3] is None for c in calls)
+    # A suite's session is named after the suite; a lone dataset's after its corpus folder (as before).
+    assert [c[2] for c in calls] == ["click", None] and all(c[3] is None for c in calls)
     assert set(report["corpora"]) == {"a", "b"} and report["macro"]["cases"] == 6
     assert report["corpora"]["a"]["results"][0]["id"] == "a"
 
