@@ -16,6 +16,7 @@ from typing import Any
 from evals.cases import load_dataset
 from evals.scoring import OUTPUT_FIELDS, plain, score_case
 from evals.summary import METRICS, aggregate
+from evals.wiring import eval_context, eval_deps
 from stores.errors import LotsmanError
 
 CASE_KEYS = ("route_correct", "recall_at_5", "recall_at_10", "mrr", "key_fact_coverage", "key_fact_coverage_legacy",
@@ -120,12 +121,9 @@ def upload_and_evaluate(dataset_path: Path, report: dict[str, Any], settings: An
         from langgraph.checkpoint.memory import InMemorySaver
 
         from graph.builder import build_graph
-        from graph.context import Context
-        from graph.deps import GraphDeps
 
-        graph = build_graph(GraphDeps(settings=settings), checkpointer=InMemorySaver())
-        context = Context(rag_session_id=report["session"], retriever=report["retriever"],
-                          token_cap=settings.token_cap, top_k=settings.top_k)
+        graph = build_graph(eval_deps(settings, report["retriever"]), checkpointer=InMemorySaver())
+        context = eval_context(report["session"], report["retriever"], settings)
     name = upload_dataset(client, dataset_path)
     offline = {key: report.get(key) for _, key in METRICS}
     results = client.evaluate(

@@ -17,6 +17,7 @@ from evals.cases import load_dataset
 from evals.scoring import score_case
 from evals.suites import EvalJob, assemble_corpus
 from evals.summary import aggregate, macro
+from evals.wiring import eval_context, eval_deps
 from stores.errors import LotsmanError
 
 
@@ -50,15 +51,13 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
     from langgraph.checkpoint.memory import InMemorySaver
 
     from graph.builder import build_graph
-    from graph.context import Context
-    from graph.deps import GraphDeps
     from stores.embedders import make_embedder
     from stores.indexing.service import index_repository
 
     cases = load_dataset(dataset)[:limit]
     if not corpus.is_dir():
         raise LotsmanError(f"corpus not found: {corpus}")
-    deps = deps or GraphDeps(settings=settings)  # offline by default: evals measure the deterministic path
+    deps = deps or eval_deps(settings, retriever)
     emb = deps.embedder or make_embedder(embedder or settings.embedder, settings)
     session = session or session_name(label or corpus.resolve().name, emb.name)
     t0 = time.perf_counter()
@@ -66,8 +65,7 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
                               max_bytes=settings.max_file_bytes, batch_size=settings.embed_batch_size)
     index_s = time.perf_counter() - t0
     graph = build_graph(deps, checkpointer=InMemorySaver())
-    context = Context(rag_session_id=session, retriever=retriever, token_cap=settings.token_cap,  # type: ignore[arg-type]
-                      top_k=settings.top_k)
+    context = eval_context(session, retriever, settings)
     t0 = time.perf_counter()
     results = asyncio.run(run_cases(graph, cases, context))
     return {
@@ -84,9 +82,7 @@ def run_jobs(jobs: Sequence[EvalJob], *, settings: Any, cache_dir: Path, retriev
 
     `session` overrides the session name and only makes sense with one job.
     """
-    from graph.deps import GraphDeps
-
-    deps = deps or GraphDeps(settings=settings)
+    deps = deps or eval_deps(settings, retriever)  # one pool and embedder cache for all corpora
     corpora: dict[str, dict[str, Any]] = {}
     for job in jobs:
         corpus = job.corpus or assemble_corpus(job.suite, cache_dir)  # type: ignore[arg-type]
