@@ -109,9 +109,15 @@ def _file_listing(block: Block) -> bool:
     return all(_FILE_ENTRY.match(line) for line in block.text.splitlines() if line.strip())
 
 
-def own_blocks(answer: str) -> list[Block]:
-    """Blocks that are the answer's own text: file listings and the header line above them dropped."""
+def own_blocks(answer: str, *, file_answer: bool = False) -> list[Block]:
+    """Blocks that are the answer's own text: file listings and the header line above them dropped.
+
+    In a FIND_FILES answer (`file_answer`) the list of files *is* the answer: its entries stay (their file
+    paths are still stripped as labels), so the one line that justifies each file counts.
+    """
     parts = blocks(answer)
+    if file_answer:
+        return parts
     keep: list[Block] = []
     for i, block in enumerate(parts):
         if _file_listing(block):
@@ -124,10 +130,10 @@ def own_blocks(answer: str) -> list[Block]:
     return keep
 
 
-def own_text(answer: str, known_paths: Iterable[str] = ()) -> str:
+def own_text(answer: str, known_paths: Iterable[str] = (), *, file_answer: bool = False) -> str:
     """What the answer says in its own words: no citations, no file paths, no sources/nearest lists."""
     paths = list(known_paths)
-    return "\n\n".join(strip_labels(b.text, paths) for b in own_blocks(answer))
+    return "\n\n".join(strip_labels(b.text, paths) for b in own_blocks(answer, file_answer=file_answer))
 
 
 def passages(answer: str, known_paths: Iterable[str] = ()) -> list[str]:

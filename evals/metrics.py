@@ -83,7 +83,7 @@ def key_fact_coverage(facts: Sequence[str], answer: str, *, abstained: bool = Fa
     if abstained:
         return 0.0
     paths = list(known_paths)
-    text = own_text(answer, paths)
+    text = own_text(answer, paths, file_answer=find_files)
     listed = listed_files(answer, paths) if find_files else []
     return sum(1 for f in facts if fact_covered(f, text, listed=listed)) / len(facts)
 

@@ -36,6 +36,11 @@ FIND_FILES = """Файлы, где это описано (сначала сам�
 1. `docs/tutorial/cors.md` — CORS: Список разрешённых источников allow_origins. [docs/tutorial/cors.md:50-52]
 2. `docs/advanced/middleware.md` — Продвинутое использование middleware [docs/advanced/middleware.md:1-4]"""
 
+# A FIND_FILES list without line citations (a format answer_composition may adopt).
+FIND_FILES_UNCITED = """Файлы по теме:
+- `docs/tutorial/cors.md` — Expose headers: список заголовков для браузера
+- `docs/advanced/middleware.md` — Middleware"""
+
 NOT_FOUND = """В проиндексированных материалах нет ответа на этот вопрос.
 
 Ближайшие по теме файлы (ответа в них не нашлось):
@@ -72,6 +77,9 @@ KNOWN = ["docs/tutorial/cors.md", "fastapi/middleware/cors.py", "docs/advanced/m
         (["tutorial/cors.md"], FIND_FILES, {"find_files": True}, 1.0),  # a path fact may match listed files
         (["docs/advanced/middleware.md"], FIND_FILES, {"find_files": True}, 1.0),
         (["tutorial/cors.md"], FIND_FILES, {}, 0.0),  # ... only in a FIND_FILES answer
+        (["Expose headers"], FIND_FILES_UNCITED, {"find_files": True}, 1.0),  # a file's reason is the answer
+        (["Expose headers"], FIND_FILES_UNCITED, {}, 0.0),  # ... a sources list elsewhere
+        (["tutorial/cors.md"], FIND_FILES_UNCITED, {"find_files": True}, 1.0),
         (["tutorial/other.md"], FIND_FILES, {"find_files": True}, 0.0),
         (['allow_origins=["*"]'], QUOTED, {}, 1.0),  # punctuation folded
         (["Access-Control-Max-Age", "Vary"], QUOTED, {}, 0.5),
