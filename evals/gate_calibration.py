@@ -1,10 +1,10 @@
 """Choose the relevance gate's thresholds on the dev splits of every corpus together (SPEC §10).
 
-Reads eval reports (`lotsman eval … --out FILE.json`, one per corpus) whose cases carry the gate's
+Reads eval reports (`lotsman eval --suite dev --out FILE.json`, or one per corpus) whose cases carry the gate's
 `signals`, re-decides every case under a grid of thresholds with the same pure `decide` the graph uses,
 and ranks the settings by the worst corpus, then the macro average:
 
-    python -m evals.gate_calibration out/dev/*.json
+    python -m evals.gate_calibration out/eval-dev.json
 
 Per corpus it scores abstention precision and recall (n/a when undefined) and the share of answerable
 cases answered; a setting is as good as its weakest corpus (a gate calibrated on one corpus is what the
@@ -30,8 +30,12 @@ CROSS = (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8)
 def load_cases(paths: list[Path]) -> dict[str, list[tuple[bool, GateSignals]]]:
     """corpus → [(answerable, signals)] for every case whose report carries signals."""
     out: dict[str, list[tuple[bool, GateSignals]]] = {}
+    reports: list[tuple[str, dict[str, Any]]] = []
     for path in paths:
-        report = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
+        # a suite report (`lotsman eval --suite dev`) holds one report per corpus
+        reports += list(data["corpora"].items()) if "corpora" in data else [(path.stem, data)]
+    for name, report in reports:
         cases = []
         for case in report["results"]:
             raw = (case.get("retrieval") or {}).get("signals")
@@ -39,7 +43,7 @@ def load_cases(paths: list[Path]) -> dict[str, list[tuple[bool, GateSignals]]]:
                 continue
             raw = {**raw, "absent_names": tuple(raw.get("absent_names") or ())}
             cases.append((bool(case["answerable"]), GateSignals(**raw)))
-        out[path.stem] = cases
+        out[name] = cases
     return out
 
 

@@ -1,75 +1,68 @@
-"""`lotsman eval --langsmith`: upload a dataset to LangSmith and run `evaluate()` with our evaluators.
+"""`lotsman eval --langsmith`: upload a dataset to LangSmith and run `evaluate()` with our metrics.
 
-The evaluators are the same metric functions the offline runner uses (`evals.metrics`), so numbers in
-LangSmith and in `out/*.json` agree. The target re-runs the graph, so each example gets a full trace.
+Per-case feedback and the experiment's summary feedback come from the same functions as the offline
+report (`evals.scoring.score_case`, `evals.summary.aggregate`), so LangSmith shows the numbers
+`out/*.json` holds; n/a values are not sent. The target re-runs the graph, so each example gets a trace.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from evals.metrics import citation_precision, key_fact_coverage, recall_at_k, reciprocal_rank
-from evals.runner import load_dataset, route_label
+from evals.cases import load_dataset
+from evals.scoring import OUTPUT_FIELDS, plain, score_case
+from evals.summary import METRICS, aggregate
+from evals.wiring import eval_context, eval_deps
 from stores.errors import LotsmanError
+
+CASE_KEYS = ("route_correct", "recall_at_5", "recall_at_10", "mrr", "key_fact_coverage", "key_fact_coverage_legacy",
+             "lead_citation_in_gold", "citations_removed_share", "passage_precision", "answer_chars", "abstained",
+             "empty_candidates")
+"""Per-case feedback keys (columns of `score_case` rows)."""
 
 
 def example_of(case: dict[str, Any]) -> dict[str, Any]:
     """A LangSmith example: the question (with history) in, the gold labels out."""
     return {
         "inputs": {"question": case["question"], "history": case.get("history", [])},
-        "outputs": {"gold_paths": case["gold_paths"], "key_facts": case.get("key_facts", []),
-                    "expected_route": case["expected_route"], "answerable": bool(case["answerable"])},
+        "reference_outputs": {"case_id": case["id"], "gold_paths": case["gold_paths"],
+                              "key_facts": case.get("key_facts", []), "expected_route": case["expected_route"],
+                              "answerable": bool(case["answerable"]), "tags": case.get("tags", [])},
         "metadata": {"case_id": case["id"], "tags": case.get("tags", [])},
     }
 
 
-def _files(outputs: dict[str, Any]) -> list[str]:
-    return list(dict.fromkeys(e["path"] for e in outputs.get("evidence", [])))
+def case_of(inputs: dict[str, Any], reference_outputs: dict[str, Any]) -> dict[str, Any]:
+    """The dataset case back from an example (inverse of `example_of`)."""
+    ref = dict(reference_outputs)
+    return {"id": ref.pop("case_id", ""), "question": inputs["question"], "history": inputs.get("history", []),
+            **ref}
 
 
-def recall_at_5(outputs: dict, reference_outputs: dict) -> dict:
-    return {"key": "recall_at_5", "score": recall_at_k(_files(outputs), reference_outputs["gold_paths"], 5)
-            if reference_outputs["answerable"] else None}
+def per_case(inputs: dict[str, Any], outputs: dict[str, Any], reference_outputs: dict[str, Any]) -> dict[str, Any]:
+    """Per-case feedback: every defined column of the offline row (n/a columns are left out)."""
+    row = score_case(case_of(inputs, reference_outputs), outputs)
+    results = [{"key": k, "score": float(row[k])} for k in CASE_KEYS if row[k] is not None]
+    if row["code_gold"]:
+        results.append({"key": "code_gold_recall_at_5", "score": float(row["recall_at_5"])})
+    return {"results": results}
 
 
-def recall_at_10(outputs: dict, reference_outputs: dict) -> dict:
-    return {"key": "recall_at_10", "score": recall_at_k(_files(outputs), reference_outputs["gold_paths"], 10)
-            if reference_outputs["answerable"] else None}
+def summary(inputs: Sequence[dict[str, Any]], outputs: Sequence[dict[str, Any]],
+            reference_outputs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Experiment-level feedback: `aggregate` over the same rows the offline report is built from."""
+    rows = [score_case(case_of(i, r), o or {}) for i, o, r in zip(inputs, outputs, reference_outputs, strict=True)]
+    metrics = aggregate(rows)
+    return {"results": [{"key": key, "score": float(metrics[key])} for _, key in METRICS
+                        if metrics.get(key) is not None]}
 
 
-def mrr(outputs: dict, reference_outputs: dict) -> dict:
-    return {"key": "mrr", "score": reciprocal_rank(_files(outputs), reference_outputs["gold_paths"])
-            if reference_outputs["answerable"] else None}
-
-
-def route_correct(outputs: dict, reference_outputs: dict) -> dict:
-    return {"key": "route_accuracy",
-            "score": float(route_label(outputs.get("route") or {}) == reference_outputs["expected_route"])}
-
-
-def key_facts(outputs: dict, reference_outputs: dict) -> dict:
-    return {"key": "key_fact_coverage", "score": key_fact_coverage(reference_outputs["key_facts"],
-                                                                    outputs.get("answer", ""))
-            if reference_outputs["answerable"] else None}
-
-
-def citations(outputs: dict, reference_outputs: dict) -> dict:
-    return {"key": "citation_precision",
-            "score": citation_precision(outputs.get("citations", []), outputs.get("evidence", []))}
-
-
-def abstention(outputs: dict, reference_outputs: dict) -> dict:
-    """1 when the system abstained exactly on the unanswerable cases."""
-    return {"key": "abstention_correct",
-            "score": float(bool(outputs.get("abstained")) == (not reference_outputs["answerable"]))}
-
-
-EVALUATORS = [recall_at_5, recall_at_10, mrr, route_correct, key_facts, citations, abstention]
+EVALUATORS = [per_case]
+SUMMARY_EVALUATORS = [summary]
 
 
 def upload_dataset(client: Any, dataset_path: Path) -> str:
@@ -81,8 +74,16 @@ def upload_dataset(client: Any, dataset_path: Path) -> str:
     return name
 
 
+def outputs_of(state: dict[str, Any]) -> dict[str, Any]:
+    """The fields scoring reads; evidence rows reduced to their location (their text stays out of the run)."""
+    out = {k: plain(state.get(k)) for k in OUTPUT_FIELDS}
+    out["evidence"] = [{k: e.get(k) for k in ("path", "span_start", "span_end", "layer")}
+                       for e in out["evidence"] or []]
+    return out
+
+
 def graph_target(graph: Any, context: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The evaluate() target: runs one example through the graph and returns the fields evaluators read."""
+    """The evaluate() target: runs one example through the graph and returns the fields scoring reads."""
     from langchain_core.messages import AIMessage, HumanMessage
 
     def target(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -92,8 +93,7 @@ def graph_target(graph: Any, context: Any) -> Callable[[dict[str, Any]], dict[st
 
         async def go() -> dict[str, Any]:
             await graph.ainvoke({"messages": messages}, config=config, context=context)
-            state = (await graph.aget_state(config)).values
-            return {k: state.get(k) for k in ("answer", "citations", "route", "abstained", "evidence")}
+            return outputs_of((await graph.aget_state(config)).values)
 
         return asyncio.run(go())
 
@@ -102,7 +102,15 @@ def graph_target(graph: Any, context: Any) -> Callable[[dict[str, Any]], dict[st
 
 def upload_and_evaluate(dataset_path: Path, report: dict[str, Any], settings: Any, *, client: Any = None,
                         graph: Any = None, context: Any = None) -> str:
-    """Upload the dataset and run LangSmith `evaluate()`; returns a one-line summary."""
+    """Upload the dataset and run LangSmith `evaluate()`; returns a one-line summary.
+
+    Args:
+        dataset_path: The JSONL file (its stem names the LangSmith dataset).
+        report: One corpus's offline report (`evals.runner.run`): its session, retriever and embedder.
+        settings: Process settings (the LangSmith key when `client` is not given).
+        client: A `langsmith.Client`; built from settings when None.
+        graph, context: The graph and run context; built like the offline runner's when None.
+    """
     if client is None:
         if settings.langsmith_api_key is None:
             raise LotsmanError("--langsmith needs LANGSMITH_API_KEY (and LANGSMITH_TRACING=true for traces)")
@@ -112,20 +120,16 @@ def upload_and_evaluate(dataset_path: Path, report: dict[str, Any], settings: An
     if graph is None:
         from langgraph.checkpoint.memory import InMemorySaver
 
-        from evals.baselines import RETRIEVERS
         from graph.builder import build_graph
-        from graph.context import Context
-        from graph.deps import GraphDeps
 
-        deps = GraphDeps(settings=settings, retrieve=RETRIEVERS[report["retriever"]])
-        graph = build_graph(deps, checkpointer=InMemorySaver())
-        context = Context(rag_session_id=report["session"])
+        graph = build_graph(eval_deps(settings, report["retriever"]), checkpointer=InMemorySaver())
+        context = eval_context(report["session"], report["retriever"], settings)
     name = upload_dataset(client, dataset_path)
+    offline = {key: report.get(key) for _, key in METRICS}
     results = client.evaluate(
-        graph_target(graph, context), data=name, evaluators=EVALUATORS,
-        experiment_prefix=f"lotsman-{report['retriever']}", max_concurrency=1,
-        metadata={"retriever": report["retriever"], "embedder": report["embedder"],
-                  "offline_summary": json.dumps({k: report[k] for k in ("recall_at_5", "mrr")})},
+        graph_target(graph, context), data=name, evaluators=EVALUATORS, summary_evaluators=SUMMARY_EVALUATORS,
+        experiment_prefix=f"lotsman-{report['retriever']}", max_concurrency=0,
+        metadata={"retriever": report["retriever"], "embedder": report["embedder"], "offline_summary": offline},
     )
     experiment = getattr(results, "experiment_name", "")
     return f"LangSmith: dataset '{name}', experiment '{experiment}'"

@@ -1,4 +1,8 @@
-"""Eval metrics of SPEC §7, as pure functions over per-case results."""
+"""Eval metrics (SPEC §7, made honest by issue 12) as pure functions over per-case results.
+
+A metric that has nothing to measure on a set — abstention precision when nothing was abstained, a
+citation metric when nothing was cited — is None ("n/a"), never 1.0, and averages skip it.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,15 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from evals.answer_text import cited_paths, listed_files, own_text, passages
+
 _PUNCT = re.compile(r"[^\w]+", re.UNICODE)
 _WORD = re.compile(r"\w+", re.UNICODE)
-_CITATION = re.compile(r"(?P<path>[\w./\-]+\.\w+):(?P<start>\d+)(?:-(?P<end>\d+))?")
+_TOKEN = re.compile(r"--?[\w-]+|\w+(?:\.\w+)*(?:\(\))?")
+_PATH_FACT = re.compile(r"^[\w.-]+(?:/[\w.-]+)*\.\w+$|^[\w.-]+(?:/[\w.-]+)+/?$")
 
 
+# --- retrieval -------------------------------------------------------------------------------------
 def distinct_files(paths: Iterable[str]) -> list[str]:
     """Retrieved files in rank order, each once."""
     return list(dict.fromkeys(paths))
@@ -34,14 +42,55 @@ def reciprocal_rank(retrieved: Sequence[str], gold: Sequence[str]) -> float:
     return 0.0
 
 
+def has_code_gold(gold: Sequence[str]) -> bool:
+    """The case counts for code-gold recall@5: one of its gold files is Python."""
+    return any(g.endswith(".py") for g in gold)
+
+
+# --- answers ---------------------------------------------------------------------------------------
 def fold(text: str) -> str:
     """Lower-case, punctuation and whitespace folded to single spaces."""
     return " ".join(_PUNCT.sub(" ", text.lower()).split())
 
 
-def fact_covered(fact: str, answer: str) -> bool:
-    """A key fact is covered when its folded form is a substring of the folded answer, or when ≥ 60% of
-    its words (3+ letters, compared by their first 5 letters) occur in the answer."""
+def contains_words(text: str, phrase: str) -> bool:
+    """The folded phrase occurs in the folded text as whole words (`422` is not in `4220`)."""
+    p = fold(phrase)
+    return bool(p) and f" {p} " in f" {fold(text)} "
+
+
+def fact_covered(fact: str, answer: str, *, listed: Sequence[str] = ()) -> bool:
+    """A key fact is covered when its words occur, whole and in order, in the answer's own text.
+
+    `answer` must already be the answer's own text (`evals.answer_text.own_text`). A fact that is itself a
+    path may instead match one of `listed` (the files of a FIND_FILES answer), whole or as a path suffix.
+    """
+    if _PATH_FACT.match(fact.strip()) and any(p == fact.strip() or p.endswith("/" + fact.strip().lstrip("/"))
+                                              for p in listed):
+        return True
+    return contains_words(answer, fact)
+
+
+def key_fact_coverage(facts: Sequence[str], answer: str, *, abstained: bool = False, find_files: bool = False,
+                      known_paths: Iterable[str] = ()) -> float | None:
+    """Share of key facts the answer states in its own text; 0 when it abstains, None with no facts.
+
+    Citations, file paths of retrieved files, and the sources / nearest-files lists give no credit; a
+    path-shaped fact may match the listed files of a FIND_FILES answer (`find_files=True`).
+    """
+    if not facts:
+        return None
+    if abstained:
+        return 0.0
+    paths = list(known_paths)
+    text = own_text(answer, paths, file_answer=find_files)
+    listed = listed_files(answer, paths) if find_files else []
+    return sum(1 for f in facts if fact_covered(f, text, listed=listed)) / len(facts)
+
+
+def fact_covered_legacy(fact: str, answer: str) -> bool:
+    """The SPEC §7 rule before issue 12: the folded fact is a substring of the whole answer (citations
+    and file lists included), or ≥ 60% of its words (3+ letters, compared by their first 5 letters) occur."""
     f, a = fold(fact), fold(answer)
     if f and f in a:
         return True
@@ -52,36 +101,67 @@ def fact_covered(fact: str, answer: str) -> bool:
     return sum(1 for w in words if w[:5] in answer_stems) / len(words) >= 0.6
 
 
-def key_fact_coverage(facts: Sequence[str], answer: str) -> float:
+def key_fact_coverage_legacy(facts: Sequence[str], answer: str) -> float:
+    """Kept only to show old and new numbers side by side once."""
     if not facts:
         return 1.0
-    return sum(1 for f in facts if fact_covered(f, answer)) / len(facts)
+    return sum(1 for f in facts if fact_covered_legacy(f, answer)) / len(facts)
 
 
-def citation_precision(citations: Sequence[dict[str, Any]], evidence: Sequence[dict[str, Any]]) -> float | None:
-    """Share of cited `path:lines` inside some retrieved evidence span; None when nothing is cited."""
-    if not citations:
+def lead_citation_in_gold(citations: Sequence[dict[str, Any]], answer: str, gold: Sequence[str]) -> float | None:
+    """1.0 when the answer's first cited file is a gold file, 0.0 when not, None when nothing is cited."""
+    first = citations[0]["path"] if citations else next(iter(cited_paths(answer)), None)
+    if first is None:
         return None
-    ok = 0
-    for c in citations:
-        if any(e["path"] == c["path"] and e["span_start"] <= c["start_line"] and c["end_line"] <= e["span_end"]
-               for e in evidence):
-            ok += 1
-    return ok / len(citations)
+    return 1.0 if first in set(gold) else 0.0
 
 
-def abstention_scores(cases: Sequence[dict[str, Any]]) -> tuple[float, float]:
-    """(precision, recall) of abstaining, with unanswerable cases as the positive class.
+def citations_removed_share(removed: int | None, kept: int) -> float | None:
+    """Share of the composer's citations that the verifier removed; None when unknown or none were made."""
+    if removed is None or removed + kept == 0:
+        return None
+    return removed / (removed + kept)
 
-    Precision is 1.0 when the system never abstains on nothing (no false claims of "not found" are
-    possible); recall is 1.0 when there are no unanswerable cases.
+
+def _identifier_shaped(token: str) -> bool:
+    # snake_case, CamelCase / APIRouter, dotted.names, --flags, calls(): words no prose would use.
+    word = token.strip("-_.()")
+    return len(word) >= 3 and (token.startswith("-") or "_" in word or "." in word or token.endswith("()")
+                               or (any(c.isupper() for c in word[1:]) and any(c.islower() for c in word)))
+
+
+def gold_identifiers(facts: Sequence[str]) -> list[str]:
+    """Identifier-shaped tokens named in the key facts (`allow_origins` of `allow_origins=["*"]`)."""
+    found = [m.group(0).removesuffix("()") for f in facts for m in _TOKEN.finditer(f)
+             if _identifier_shaped(m.group(0))]
+    return list(dict.fromkeys(found))
+
+
+def passage_precision(answer: str, facts: Sequence[str], known_paths: Iterable[str] = ()) -> float | None:
+    """Share of the answer's quoted passages that contain a key fact or a gold identifier (None: no quote)."""
+    quoted = passages(answer, list(known_paths))
+    if not quoted:
+        return None
+    needles = list(facts) + gold_identifiers(facts)
+    return sum(1 for q in quoted if any(contains_words(q, n) for n in needles)) / len(quoted)
+
+
+# --- set level -------------------------------------------------------------------------------------
+def mean_or_none(values: Iterable[float | None]) -> float | None:
+    """Mean of the defined values; None when there is none."""
+    defined = [v for v in values if v is not None]
+    return statistics.fmean(defined) if defined else None
+
+
+def abstention_scores(cases: Sequence[dict[str, Any]]) -> tuple[float | None, float | None]:
+    """(precision, recall) of abstaining, unanswerable cases being the positive class.
+
+    Precision is None when nothing was abstained; recall is None when there is no unanswerable case.
     """
     abstained = [c for c in cases if c["abstained"]]
     unanswerable = [c for c in cases if not c["answerable"]]
     tp = sum(1 for c in abstained if not c["answerable"])
-    precision = tp / len(abstained) if abstained else 1.0
-    recall = tp / len(unanswerable) if unanswerable else 1.0
-    return precision, recall
+    return (tp / len(abstained) if abstained else None, tp / len(unanswerable) if unanswerable else None)
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
@@ -103,23 +183,3 @@ def latency_summary(per_case: Sequence[dict[str, float]]) -> dict[str, dict[str,
             nodes.setdefault(node, []).append(ms)
         nodes.setdefault("total", []).append(sum(timings.values()))
     return {n: {"p50": round(percentile(v, 50), 2), "p95": round(percentile(v, 95), 2)} for n, v in nodes.items()}
-
-
-def aggregate(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Dataset-level metrics from per-case results (see `evals.runner.score_case`)."""
-    answerable = [c for c in cases if c["answerable"]]
-    precisions = [c["citation_precision"] for c in cases if c["citation_precision"] is not None]
-    abst_p, abst_r = abstention_scores(cases)
-    mean = statistics.fmean
-    return {
-        "cases": len(cases),
-        "route_accuracy": mean([c["route_correct"] for c in cases]) if cases else 0.0,
-        "recall_at_5": mean([c["recall_at_5"] for c in answerable]) if answerable else 0.0,
-        "recall_at_10": mean([c["recall_at_10"] for c in answerable]) if answerable else 0.0,
-        "mrr": mean([c["mrr"] for c in answerable]) if answerable else 0.0,
-        "key_fact_coverage": mean([c["key_fact_coverage"] for c in answerable]) if answerable else 0.0,
-        "citation_precision": mean(precisions) if precisions else 1.0,
-        "abstention_precision": abst_p,
-        "abstention_recall": abst_r,
-        "latency_ms": latency_summary([c["timings_ms"] for c in cases]),
-    }

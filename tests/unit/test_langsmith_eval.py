@@ -1,4 +1,8 @@
-"""`lotsman eval --langsmith` against a fake LangSmith client (no network)."""
+"""`lotsman eval --langsmith` through the real `langsmith.Client` against a recording fake API (no network).
+
+LangSmith must show the offline report's numbers: per-case feedback equals the offline rows, and the
+experiment's summary feedback equals `aggregate` over the same results (SPEC §2.3, issue 14 item 14).
+"""
 
 from __future__ import annotations
 
@@ -6,78 +10,122 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evals.langsmith_eval import EVALUATORS, upload_and_evaluate, upload_dataset
+import langsmith
+import pytest
+
+from evals.cases import load_dataset
+from evals.langsmith_eval import outputs_of, upload_and_evaluate, upload_dataset
+from evals.scoring import score_case
+from evals.summary import METRICS, aggregate
+from tests.fakes.langsmith_api import FakeLangSmithAPI
+
+CASES = [
+    {"id": "t1", "question": "Как настроить CORS?", "history": [], "expected_route": "DOC_EXPLAIN/SUMMARY",
+     "gold_paths": ["docs/cors.md"], "key_facts": ["allow_origins", "max_age"], "answerable": True},
+    {"id": "t2", "question": "Где код CORS middleware?", "history": [], "expected_route": "DOC_EXPLAIN/SUMMARY",
+     "gold_paths": ["fastapi/cors.py"], "key_facts": ["CORSMiddleware"], "answerable": True},
+    {"id": "t3", "question": "Kafka?", "history": [], "expected_route": "GENERAL_QA", "gold_paths": [],
+     "key_facts": [], "answerable": False},
+    {"id": "t4", "question": "Prometheus?", "history": [], "expected_route": "DOC_EXPLAIN/SUMMARY",
+     "gold_paths": [], "key_facts": [], "answerable": False},
+]
+
+# Imperfect on purpose: a summary that is all 1.0 would not show that the numbers are the same ones.
+STATES: dict[str, dict[str, Any]] = {
+    "Как настроить CORS?": {
+        "answer": "- use allow_origins [docs/cors.md:2-3]\n\nSources:\n- `docs/cors.md` — max_age",
+        "citations": [{"path": "docs/cors.md", "start_line": 2, "end_line": 3}],
+        "route": {"intent": "DOC_EXPLAIN", "subintent": "SUMMARY"}, "abstained": False,
+        "evidence": [{"path": "docs/cors.md", "span_start": 1, "span_end": 9, "content": "..."}],
+        "retrieval": {"relevant": True, "gate": "ok"}, "timings_ms": {"context_retrieval": 5.0}},
+    "Где код CORS middleware?": {
+        "answer": "Not found.", "citations": [], "route": {"intent": "DOC_EXPLAIN", "subintent": "SUMMARY"},
+        "abstained": True, "evidence": [], "retrieval": {"relevant": False, "gate": "empty"},
+        "timings_ms": {"context_retrieval": 7.0}},
+    "Kafka?": {
+        "answer": "Not found.", "citations": [], "route": {"intent": "GENERAL_QA"}, "abstained": True,
+        "evidence": [], "retrieval": {"relevant": False, "gate": "empty"}, "timings_ms": {}},
+    "Prometheus?": {
+        "answer": "- metrics [docs/cors.md:4-5]",
+        "citations": [{"path": "docs/cors.md", "start_line": 4, "end_line": 5}],
+        "route": {"intent": "DOC_EXPLAIN", "subintent": "SUMMARY"}, "abstained": False,
+        "evidence": [{"path": "docs/cors.md", "span_start": 1, "span_end": 9}],
+        "retrieval": {"relevant": True, "gate": "ok"}, "timings_ms": {}},
+}
 
 
-class FakeLangSmith:
-    """Records what a real `langsmith.Client` would be asked to do, and runs evaluate() locally."""
+class ScriptedGraph:
+    """Returns the scripted final state for each question (the graph's `ainvoke` / `aget_state` surface)."""
 
-    def __init__(self) -> None:
-        self.datasets: dict[str, list[dict]] = {}
-        self.evaluations: list[dict[str, Any]] = []
+    async def ainvoke(self, inp: dict[str, Any], config: dict[str, Any], context: Any) -> None:
+        self.last = inp["messages"][-1].content
 
-    def has_dataset(self, *, dataset_name: str) -> bool:
-        return dataset_name in self.datasets
-
-    def create_dataset(self, name: str, **_: Any) -> None:
-        self.datasets[name] = []
-
-    def create_examples(self, *, dataset_name: str, examples: list[dict]) -> None:
-        self.datasets[dataset_name].extend(examples)
-
-    def evaluate(self, target, *, data: str, evaluators, **kwargs: Any):
-        scores = []
-        for ex in self.datasets[data]:
-            outputs = target(ex["inputs"])
-            scores.append({e(outputs, ex["outputs"])["key"]: e(outputs, ex["outputs"])["score"] for e in evaluators})
-        self.evaluations.append({"data": data, "scores": scores, **kwargs})
-        return type("Results", (), {"experiment_name": kwargs.get("experiment_prefix", "")})()
+    async def aget_state(self, config: dict[str, Any]) -> Any:
+        return type("Snapshot", (), {"values": STATES[self.last]})()
 
 
-def _dataset(tmp_path: Path) -> Path:
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
     path = tmp_path / "tiny.jsonl"
-    cases = [
-        {"id": "t1", "question": "Как настроить CORS?", "history": [], "expected_route": "DOC_EXPLAIN/SUMMARY",
-         "gold_paths": ["docs/cors.md"], "key_facts": ["allow_origins"], "answerable": True},
-        {"id": "t2", "question": "Kafka?", "history": [], "expected_route": "GENERAL_QA", "gold_paths": [],
-         "key_facts": [], "answerable": False},
-    ]
-    path.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in cases), encoding="utf-8")
+    path.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in CASES), encoding="utf-8")
     return path
 
 
-class PerfectGraph:
-    """Answers the CORS case perfectly and abstains on the rest."""
-
-    async def ainvoke(self, inp, config, context):
-        self.last = inp["messages"][-1].content
-
-    async def aget_state(self, config):
-        cors = "CORS" in self.last
-        ev = [{"path": "docs/cors.md", "span_start": 1, "span_end": 9}] if cors else []
-        values = {"answer": "use allow_origins [docs/cors.md:2-3]" if cors else "не найдено",
-                  "citations": [{"path": "docs/cors.md", "start_line": 2, "end_line": 3}] if cors else [],
-                  "route": {"intent": "DOC_EXPLAIN", "subintent": "SUMMARY"} if cors else {"intent": "GENERAL_QA"},
-                  "abstained": not cors, "evidence": ev}
-        return type("S", (), {"values": values})()
+@pytest.fixture
+def api() -> FakeLangSmithAPI:
+    return FakeLangSmithAPI()
 
 
-def test_dataset_is_uploaded_once(tmp_path: Path) -> None:
-    client, path = FakeLangSmith(), _dataset(tmp_path)
-    assert upload_dataset(client, path) == upload_dataset(client, path) == "lotsman-tiny"
-    assert len(client.datasets["lotsman-tiny"]) == 2
-    assert client.datasets["lotsman-tiny"][0]["outputs"]["gold_paths"] == ["docs/cors.md"]
+@pytest.fixture
+def client(api: FakeLangSmithAPI) -> langsmith.Client:
+    return langsmith.Client(api_url="http://127.0.0.1:1", api_key="fake", session=api, auto_batch_tracing=False)
 
 
-def test_evaluate_runs_our_evaluators_and_a_perfect_run_scores_one(tmp_path: Path) -> None:
-    client = FakeLangSmith()
-    summary = upload_and_evaluate(_dataset(tmp_path), {"retriever": "full", "embedder": "fake", "recall_at_5": 1,
-                                                       "mrr": 1, "session": "s"}, settings=None, client=client,
-                                  graph=PerfectGraph(), context=None)
-    assert "lotsman-tiny" in summary
-    scores = client.evaluations[0]["scores"]
-    assert scores[0]["recall_at_5"] == 1.0 and scores[0]["key_fact_coverage"] == 1.0
-    assert scores[0]["citation_precision"] == 1.0 and scores[0]["route_accuracy"] == 1.0
-    assert all(s["abstention_correct"] == 1.0 for s in scores)
-    assert scores[1]["recall_at_5"] is None  # unanswerable cases do not count for recall
-    assert len(EVALUATORS) == 7
+def offline_rows(path: Path) -> list[dict[str, Any]]:
+    # The offline runner scores the full state; LangSmith gets `outputs_of(state)`: both must agree.
+    return [score_case(c, STATES[c["question"]]) for c in load_dataset(path)]
+
+
+def test_dataset_is_uploaded_once(client: langsmith.Client, api: FakeLangSmithAPI, dataset: Path) -> None:
+    assert upload_dataset(client, dataset) == upload_dataset(client, dataset) == "lotsman-tiny"
+    assert [d["name"] for d in api.datasets.values()] == ["lotsman-tiny"]
+    (examples,) = api.examples.values()
+    assert len(examples) == 4 and examples[0]["outputs"]["gold_paths"] == ["docs/cors.md"]
+
+
+def test_summary_feedback_equals_the_offline_metrics(client: langsmith.Client, api: FakeLangSmithAPI,
+                                                     dataset: Path) -> None:
+    offline = aggregate(offline_rows(dataset))
+    upload_and_evaluate(dataset, {"retriever": "full", "embedder": "fake", "session": "s", **offline}, None,
+                        client=client, graph=ScriptedGraph(), context=None)
+    uploaded = api.project_feedback()
+    expected = {key: offline[key] for _, key in METRICS if offline[key] is not None}
+    assert uploaded == pytest.approx(expected)
+    assert 0 < uploaded["key_fact_coverage"] < 1 and uploaded["abstention_precision"] == 0.5
+    assert "citations_removed_share" not in uploaded  # n/a is not sent as a number
+
+
+def test_per_case_feedback_equals_the_offline_rows(client: langsmith.Client, api: FakeLangSmithAPI,
+                                                   dataset: Path) -> None:
+    upload_and_evaluate(dataset, {"retriever": "full", "embedder": "fake", "session": "s"}, None, client=client,
+                        graph=ScriptedGraph(), context=None)
+    inputs = {run["id"]: run["inputs"]["question"] for run in api.runs.values() if run.get("run_type") == "chain"
+              and "question" in (run.get("inputs") or {})}
+    by_question: dict[str, dict[str, float]] = {}
+    for f in api.run_feedback():
+        by_question.setdefault(inputs[f["run_id"]], {})[f["key"]] = f["score"]
+    rows = {r["question"]: r for r in offline_rows(dataset)}
+    assert set(by_question) == set(rows)
+    for question, scores in by_question.items():
+        row = rows[question]
+        for key, score in scores.items():
+            value = row["recall_at_5"] if key == "code_gold_recall_at_5" else row[key]
+            assert score == float(value), (question, key)
+    assert "recall_at_5" not in by_question["Kafka?"]  # unanswerable: recall is n/a, not sent
+    assert by_question["Где код CORS middleware?"]["code_gold_recall_at_5"] == 0.0
+
+
+def test_outputs_keep_only_what_scoring_reads() -> None:
+    out = outputs_of(STATES["Как настроить CORS?"])
+    assert out["evidence"] == [{"path": "docs/cors.md", "span_start": 1, "span_end": 9, "layer": None}]
+    assert score_case(CASES[0], out) == score_case(CASES[0], STATES["Как настроить CORS?"])

@@ -1,0 +1,77 @@
+"""The eval command end to end: `python -m evals DATASET --corpus PATH`, and several corpora in one run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from evals.runner import run_jobs
+from evals.suites import EvalJob, Suite
+from graph.deps import GraphDeps
+from graph.settings import Settings
+from tests.e2e.conftest import ROOT
+
+SMALL_CASES = [
+    {"id": "s1", "question": "Как включить CORS?", "history": [], "expected_route": "DOC_EXPLAIN/SUMMARY",
+     "gold_paths": ["docs/cors.md"], "key_facts": ["CORSMiddleware"], "answerable": True, "tags": ["ru"]},
+    {"id": "s2", "question": "Как настроить Kafka?", "history": [], "expected_route": "DOC_EXPLAIN/SUMMARY",
+     "gold_paths": [], "key_facts": [], "answerable": False, "tags": ["ru", "unanswerable"]},
+]
+OTHER_CASES = [
+    {"id": "o1", "question": "Где настраиваются кросс-доменные запросы?", "history": [],
+     "expected_route": "DOC_EXPLAIN/FIND_FILES", "gold_paths": ["guides/cross-origin.md"],
+     "key_facts": ["cors_origins"], "answerable": True, "tags": ["ru", "find_files"]},
+]
+ROW_FIELDS = {"id", "route", "evidence_paths", "evidence_rows", "gate", "abstained", "recall_at_5",
+              "key_fact_coverage", "key_fact_coverage_legacy", "lead_citation_in_gold", "passage_precision"}
+
+
+def write_jsonl(path: Path, cases: list[dict]) -> Path:
+    path.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in cases), encoding="utf-8")
+    return path
+
+
+def test_python_m_evals_single_dataset_form(offline_env: Callable[..., dict[str, str]], small_corpus: Path,
+                                            tmp_path: Path) -> None:
+    dataset = write_jsonl(tmp_path / "small.jsonl", SMALL_CASES)
+    out = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "evals", str(dataset), "--corpus", str(small_corpus),
+                           "--embedder", "fake", "--out", str(out)],
+                          capture_output=True, text=True, env=offline_env(), cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "small" in proc.stdout and "macro" in proc.stdout and "key-fact cov. (legacy)" in proc.stdout
+    report = json.loads(out.read_text(encoding="utf-8"))
+    corpus = report["corpora"]["small"]
+    assert corpus["session"] == f"eval-{small_corpus.name}-fake" and corpus["cases"] == 2
+    assert set(corpus["results"][0]) >= ROW_FIELDS
+    assert report["macro"]["cases"] == 2
+
+
+def test_python_m_evals_errors_are_one_line(offline_env: Callable[..., dict[str, str]]) -> None:
+    proc = subprocess.run([sys.executable, "-m", "evals", "--corpus-set", "nope"], capture_output=True, text=True,
+                          env=offline_env(), cwd=ROOT, timeout=120)
+    assert proc.returncode == 1 and proc.stderr.strip().startswith("error: unknown corpus nope")
+    assert "Traceback" not in proc.stderr
+
+
+def test_several_corpora_each_in_its_own_session(db, small_corpus: Path, other_corpus: Path,
+                                                 tmp_path: Path) -> None:
+    suites = {n: Suite(n, None, f"{n}.jsonl", None) for n in ("e2e-small", "e2e-other")}
+    jobs = [EvalJob("small", write_jsonl(tmp_path / "s.jsonl", SMALL_CASES), small_corpus, suites["e2e-small"]),
+            EvalJob("other", write_jsonl(tmp_path / "o.jsonl", OTHER_CASES), other_corpus, suites["e2e-other"])]
+    deps = GraphDeps(settings=Settings(), db=db)
+    report = run_jobs(jobs, settings=Settings(), cache_dir=tmp_path, embedder="fake", deps=deps)
+
+    small, other = report["corpora"]["small"], report["corpora"]["other"]
+    assert (small["session"], other["session"]) == ("eval-e2e-small-fake", "eval-e2e-other-fake")
+    other_files = {p for r in other["results"] for p in r["evidence_paths"]}
+    assert other_files <= {"guides/cross-origin.md"}, "a corpus's cases see only its own session"
+    assert small["results"][0]["recall_at_5"] == 1.0
+    assert report["macro"]["cases"] == 3 and report["macro"]["answerable"] == 2
+    assert report["macro"]["recall_at_5"] == (small["recall_at_5"] + other["recall_at_5"]) / 2
+    assert small["index_kind"] == "snapshot"
+    again = run_jobs(jobs[:1], settings=Settings(), cache_dir=tmp_path, embedder="fake", deps=deps)
+    assert again["corpora"]["small"]["index_kind"] == "changes", "a second run reuses the session's index"
