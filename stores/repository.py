@@ -40,17 +40,18 @@ class RagRepository:
     def retrieve(
         self, session: RagSession, *, query_embedding: Sequence[float] | None, query_text: str,
         filters: RetrieveFilters | None = None, limit: int = 8, candidates: int = 80,
-        stop_lexemes: Sequence[str] = (),
+        stop_lexemes: Sequence[str] = (), exact: bool = False,
     ) -> list[dict[str, Any]]:
         """Seed 001 `retrieve`: rows with `prefer_bonus`, `test_penalty`, `layer_rank`, `lexical_rank`,
-        `structural_rank`, `distance` (and `lexical_score`), in the seed's order."""
+        `structural_rank`, `distance` (and `lexical_score`), in the seed's order; `exact` scans the
+        session's vectors exactly instead of searching the shared HNSW index."""
         stmt, params = RetrievalStatementBuilder(session.table).build_retrieve(
             session.rag_session_id, query_embedding, query_text, filters or RetrieveFilters(),
-            limit=limit, candidates=candidates, stop_lexemes=stop_lexemes,
+            limit=limit, candidates=candidates, stop_lexemes=stop_lexemes, exact=exact,
         )
         if not params:
             return []
-        return self._fetch(stmt, params, vector=query_embedding is not None)
+        return self._fetch(stmt, params, vector=query_embedding is not None and not exact)
 
     def retrieve_exact_files(self, session: RagSession, paths: Sequence[str], *, layers: Sequence[str] = (),
                              limit: int = 50) -> list[dict[str, Any]]:
@@ -128,6 +129,15 @@ class RagRepository:
             "(SELECT active_generation FROM rag_sessions WHERE rag_session_id = %(sid)s)",
             {"sid": session.rag_session_id, "layers": list(layers)},
         )
+
+    def embedded_rows(self, session: RagSession) -> int:
+        """How many rows of the session's active generation carry a vector."""
+        rows = self._fetch(
+            f'SELECT count(*) AS n FROM "{session.table}" WHERE rag_session_id = %(sid)s AND embedding IS NOT NULL '
+            "AND generation = (SELECT active_generation FROM rag_sessions WHERE rag_session_id = %(sid)s)",
+            {"sid": session.rag_session_id},
+        )
+        return int(rows[0]["n"]) if rows else 0
 
     def indexed_paths(self, session: RagSession) -> list[str]:
         rows = self._fetch(

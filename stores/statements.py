@@ -56,6 +56,8 @@ TSQ = "lotsman_or_tsquery(%(qtext)s, %(stop)s::text[])"
 """The lexical query: an OR of the query's lexemes without the session's too-frequent ones (schema v2)."""
 TSQ_PAIRS = "lotsman_pairs_tsquery(%(qtext)s, %(stop)s::text[])"
 """Rows matching two of the query's lexemes (schema v4): the first lexical candidates."""
+EXACT_DISTANCE = "(c.embedding <=> %(qvec)s::vector) + 0"
+"""The distance as an expression the HNSW index cannot serve: ordering by it is an exact scan."""
 LEXICAL_CODE_CAP = 400
 """Most lexical code candidates ranked per request (exact symbol names always come in addition)."""
 
@@ -140,9 +142,13 @@ class RetrievalStatementBuilder:
 
     def build_retrieve(
         self, session_id: str, query_embedding: Sequence[float] | None, query_text: str, f: RetrieveFilters,
-        *, limit: int, candidates: int = 80, stop_lexemes: Sequence[str] = (),
+        *, limit: int, candidates: int = 80, stop_lexemes: Sequence[str] = (), exact: bool = False,
     ) -> tuple[sql.Composable, dict[str, Any]]:
         """Seed 001 `build_retrieve`: vector candidates (HNSW) ∪ lexical candidates (GIN), then ranking.
+
+        With `exact`, the vector candidates come from an exact scan of the session's rows instead of the
+        HNSW index, which every session shares (`EXACT_DISTANCE`): a small session's neighbours then do not
+        depend on what else the table holds (the approximate search visits other sessions' rows first).
 
         Returns rows ordered by `prefer_bonus DESC, test_penalty, layer_rank, lexical_rank,
         structural_rank, distance`, each with those fields plus `lexical_score`.
@@ -163,7 +169,8 @@ class RetrievalStatementBuilder:
             params["qvec"] = _vector_literal(query_embedding)
             parts.append(sql.SQL(
                 "(SELECT c.id FROM {t} c WHERE {w} AND c.embedding IS NOT NULL "
-                "ORDER BY c.embedding <=> %(qvec)s::vector, c.id LIMIT %(cand)s)"
+                "ORDER BY " + (EXACT_DISTANCE if exact else "c.embedding <=> %(qvec)s::vector") + ", c.id "
+                "LIMIT %(cand)s)"
             ).format(t=self.table, w=where.sql()))
         lexical_ctes: sql.Composable = sql.SQL("")
         if terms:
@@ -220,7 +227,8 @@ LIMIT %(limit)s""").format(
         where.add("c.path = ANY(%(paths)s)", paths=clean)
         if layers:
             where.add("c.layer = ANY(%(layers)s)", layers=list(layers))
-        return self._plain(where, "array_position(%(paths)s::text[], c.path), c.span_start, c.layer, c.span_end, c.id", limit)
+        order = "array_position(%(paths)s::text[], c.path), c.span_start, c.layer, c.span_end, c.id"
+        return self._plain(where, order, limit)
 
     def build_path_substrings(self, session_id: str, substrings: Sequence[str], layers: Sequence[str], limit: int
                               ) -> tuple[sql.Composable, dict[str, Any]] | None:

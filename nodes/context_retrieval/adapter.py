@@ -18,7 +18,6 @@ from langchain_core.embeddings import Embeddings
 from nodes.context_retrieval.bridge import code_names, doc_identifiers
 from nodes.context_retrieval.fusion import DEFAULT_LANE_WEIGHTS
 from nodes.context_retrieval.gate import GateDecision, GateThresholds, named_terms
-from nodes.context_retrieval.layout import RepoLayout, translate_prefixes
 from nodes.context_retrieval.merge import (
     GatheredLanes,
     MergeSpec,
@@ -29,6 +28,7 @@ from nodes.context_retrieval.merge import (
     rank_rows,
 )
 from nodes.context_retrieval.relax import RelaxStep, next_step, relax_plan
+from nodes.layout import RepoLayout, translate_prefixes
 from nodes.retrieval_policy import CodePlan, RetrievalPlan, RetrievalProfile
 from nodes.terms import key_terms
 from stores.layers import Layer
@@ -115,13 +115,15 @@ class RetrievalAdapter:
         gate: the relevance gate's thresholds.
         symbols: the session's lower-cased symbol names (the docs→code bridge looks them up).
         bridge: run the docs↔code bridge lanes.
+        exact_vectors: scan the session's vectors exactly (small sessions: exact, and independent of
+            other sessions' rows in the shared HNSW index).
     """
 
     def __init__(self, repository: RagRepository, embedder: Embeddings, *, executor: Executor | None = None,
                  lane_weights: Mapping[str, float] | None = None, candidates: int = CANDIDATES,
                  stop_lexemes: Sequence[str] = (), ambient_code: bool = True,
                  layout: RepoLayout | None = None, gate: GateThresholds | None = None,
-                 symbols: frozenset[str] = frozenset(), bridge: bool = True) -> None:
+                 symbols: frozenset[str] = frozenset(), bridge: bool = True, exact_vectors: bool = False) -> None:
         self.repository = repository
         self.embedder = embedder
         self.executor = executor or InlineExecutor()
@@ -133,6 +135,7 @@ class RetrievalAdapter:
         self.gate = gate or GateThresholds()
         self.symbols = symbols
         self.bridge = bridge
+        self.exact_vectors = exact_vectors
 
     def fetch_rows(
         self, session: RagSession, plan: RetrievalPlan, code_plan: CodePlan | None, query: str, *,
@@ -234,7 +237,8 @@ class RetrievalAdapter:
                     session, query_embedding=embedding if on("semantic") else None,
                     query_text=query if (on("lexical") or on("ranked")) else "",
                     filters=plan_filters(current, self.layout),
-                    limit=self.candidates, candidates=self.candidates, stop_lexemes=self.stop_lexemes)
+                    limit=self.candidates, candidates=self.candidates, stop_lexemes=self.stop_lexemes,
+                    exact=self.exact_vectors)
                 tried, answered = current, step
             step = next_step(step, len(rows), plan.limit)
         return rows, answered
@@ -264,7 +268,7 @@ class RetrievalAdapter:
             limit=code_plan.limit * 3, stop_lexemes=self.stop_lexemes))
         code_sem_f = submit("code_semantic", lambda: self.repository.retrieve(
             session, query_embedding=embedding, query_text="", filters=RetrieveFilters(layers=tuple(code_plan.layers)),
-            limit=code_plan.limit * 3, candidates=self.candidates))
+            limit=code_plan.limit * 3, candidates=self.candidates, exact=self.exact_vectors))
         return code_f, code_sem_f
 
     def _substring_lane(self, session: RagSession, wanted: Sequence[str]) -> list[Mapping[str, Any]]:

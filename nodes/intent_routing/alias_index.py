@@ -6,7 +6,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from nodes.intent_routing.aliases import AliasEntry, InMemoryAliasIndex
@@ -34,10 +34,17 @@ def _as_list(value: Any) -> list[str]:
     return []
 
 
-def alias_entries(rows: Iterable[Mapping[str, Any]]) -> tuple[list[AliasEntry], dict[str, list[str]]]:
+def alias_entries(rows: Iterable[Mapping[str, Any]], unpinned: Collection[str] = ()
+                  ) -> tuple[list[AliasEntry], dict[str, list[str]]]:
     """Alias entries and the endpoint map from catalog-like rows (`path`, `layer`, `title`, `metadata`).
 
     Pure, so the mapping is unit-tested without a database.
+
+    Args:
+        rows: catalog-like rows of the session.
+        unpinned: terms that stay aliases but point at no documents and carry no domain — the repository's
+            own package names: every question mentions them, so a page titled with one (a skill card, an
+            overview) would otherwise be pinned as the answer to every question.
     """
     docs_of: dict[str, dict[str, None]] = defaultdict(dict)
     domain_of: dict[str, tuple[str | None, str | None]] = {}
@@ -80,12 +87,13 @@ def alias_entries(rows: Iterable[Mapping[str, Any]]) -> tuple[list[AliasEntry], 
             if layer == Layer.C3_ENTRYPOINTS and isinstance(route, str) and route.startswith("/"):
                 endpoints[route][path] = None
     entries = [AliasEntry(term=word) for word in title_words(rows) if word not in docs_of]
+    unpinned = {u.lower() for u in unpinned}
     for term, docs in docs_of.items():
         domain, subdomain = domain_of.get(term, (None, None))
-        paths = list(docs)
-        entries.append(AliasEntry(term=term, docs=tuple(paths) if len(paths) <= MAX_DOCS_PER_ALIAS else (),
-                                  domain=domain if len(paths) <= MAX_DOCS_PER_ALIAS else None,
-                                  subdomain=subdomain if len(paths) <= MAX_DOCS_PER_ALIAS else None))
+        if term in unpinned or len(docs) > MAX_DOCS_PER_ALIAS:
+            entries.append(AliasEntry(term=term))
+        else:
+            entries.append(AliasEntry(term=term, docs=tuple(docs), domain=domain, subdomain=subdomain))
     return entries, {k: list(v)[:MAX_DOCS_PER_ALIAS] for k, v in endpoints.items()}
 
 
@@ -111,7 +119,8 @@ ALIAS_LAYERS = (Layer.D1_DOCUMENT_CATALOG.value, Layer.D3_ENTITY_CATALOG.value, 
                 Layer.D2_FACT_INDEX.value)
 
 
-def load_alias_index(repository: RagRepository, session: RagSession) -> InMemoryAliasIndex:
+def load_alias_index(repository: RagRepository, session: RagSession, packages: Collection[str] = ()
+                     ) -> InMemoryAliasIndex:
     """Build the session's alias index from Postgres (the caller caches it per session generation)."""
-    entries, endpoints = alias_entries(repository.catalog_rows(session, ALIAS_LAYERS))
+    entries, endpoints = alias_entries(repository.catalog_rows(session, ALIAS_LAYERS), unpinned=packages)
     return InMemoryAliasIndex(entries, endpoints)

@@ -76,3 +76,23 @@ def test_the_fused_evidence_is_the_same_under_both_plans(bundles: tuple[SessionB
                                            file_names=route.anchors.file_names, terms=route.target_terms)
         results.append([(r.path, r.span_start, r.layer) for r in result.rows])
     assert results[0] == results[1] and results[0]
+
+
+def test_small_sessions_scan_their_vectors_exactly(db: Database, bundles: tuple[SessionBundle, SessionBundle]) -> None:
+    """A small session does not search the HNSW index every session shares: its neighbours are exact and
+    cannot depend on other sessions' rows."""
+    from stores.statements import RetrievalStatementBuilder, RetrieveFilters
+
+    bundle = bundles[0]
+    assert bundle.adapter.exact_vectors, "a few hundred rows are far below EXACT_SCAN_MAX_ROWS"
+    vector = bundle.adapter.embedder.embed_query("relevance gate")
+    plans = {}
+    for exact in (True, False):
+        stmt, params = RetrievalStatementBuilder(bundle.session.table).build_retrieve(
+            bundle.session.rag_session_id, vector, "", RetrieveFilters(), limit=8, exact=exact)
+        with db.connection() as conn:  # sorts off: the planner takes HNSW wherever the index can serve the order
+            conn.execute("SET LOCAL enable_sort = off")
+            rows = conn.execute(b"EXPLAIN " + stmt.as_string(conn).encode(), params, prepare=False).fetchall()
+        plans[exact] = "\n".join(r[0] for r in rows)
+    assert "hnsw" not in plans[True].lower()
+    assert "hnsw" in plans[False].lower(), plans[False]

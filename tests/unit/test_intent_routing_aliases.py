@@ -122,3 +122,16 @@ def test_two_thousand_aliases_match_fast() -> None:
     assert [m.entry.term for m in found] == ["term1999 topic49", "term7 topic7", "зависимости"]
     assert built < 1.0
     assert per_query < 0.005
+
+
+def test_package_names_stay_aliases_but_pin_no_document() -> None:
+    from nodes.intent_routing.alias_index import alias_entries
+
+    rows = [{"path": "skills/tool/SKILL.md", "layer": "D1_DOCUMENT_CATALOG", "title": "tool",
+             "metadata": {"has_frontmatter": True, "domain": "tool"}},
+            {"path": "docs/cors.md", "layer": "D1_DOCUMENT_CATALOG", "title": "CORS", "metadata": {}}]
+    entries = {e.term: e for e in alias_entries(rows, unpinned=["tool"])[0]}
+    assert entries["tool"].docs == () and entries["tool"].domain is None
+    assert entries["cors"].docs == ("docs/cors.md",)
+    pinned = {e.term: e for e in alias_entries(rows)[0]}
+    assert pinned["tool"].docs == ("skills/tool/SKILL.md",) and pinned["tool"].domain == "tool"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.context_retrieval.layout import discover_layout, translate_prefixes
 from nodes.context_retrieval.relax import next_step, relax_plan
+from nodes.layout import discover_layout, translate_prefixes
 from nodes.retrieval_policy import PlanFilters, RetrievalPlan
 
 DOCS_TREE = ["docs/ru/docs/index.md", "docs/ru/docs/tutorial/cors.md", "pkg/__init__.py", "pkg/core.py",
