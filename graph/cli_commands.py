@@ -1,4 +1,4 @@
-"""Commands that need the indexing and QA stacks (registered into `graph.cli`)."""
+"""Commands that need the indexing and QA stacks; `graph.cli` calls `register(sub)` to add them."""
 
 from __future__ import annotations
 
@@ -13,9 +13,26 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from graph.cli import _EXTRA_COMMANDS
 from graph.settings import Settings
 from stores.errors import InvalidQuestionError, LotsmanError
+
+
+def session_name(value: str) -> str:
+    """argparse type: a session name is not empty (an empty one would silently mean `default`)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("the session name is empty: give one, e.g. --session docs")
+    return value
+
+
+def positive_int(value: str) -> int:
+    """argparse type: a count of at least 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {number}")
+    return number
 
 
 def _index(args: argparse.Namespace, settings: Settings) -> int:
@@ -194,16 +211,10 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     return subprocess.call(cmd, cwd=root, env=env)
 
 
-def _eval(args: argparse.Namespace, settings: Settings) -> int:
-    from evals.runner import run_cli
-
-    return run_cli(args, settings)
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("index", help="index a repository folder (incremental by default)")
     p.add_argument("path")
-    p.add_argument("--session", default="default")
+    p.add_argument("--session", default="default", type=session_name)
     p.add_argument("--embedder", help="use (default), e5, gigachat; a new session records it")
     p.add_argument("--full", action="store_true", help="build a full snapshot (still uses the cache)")
     p.add_argument("--rebuild", action="store_true", help="delete the session first (e.g. to change embedder)")
@@ -212,37 +223,24 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("ask", help="answer one question with citations")
     p.add_argument("question")
-    p.add_argument("--session", default="default")
+    p.add_argument("--session", default="default", type=session_name)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_ask)
 
     p = sub.add_parser("chat", help="multi-turn conversation (kept per thread in Postgres)")
-    p.add_argument("--session", default="default")
+    p.add_argument("--session", default="default", type=session_name)
     p.add_argument("--thread", help="resume a thread id")
     p.set_defaults(handler=_chat)
 
     p = sub.add_parser("retrieve", help="routing + policy + retrieval only: the fused rows with provenance")
     p.add_argument("question")
-    p.add_argument("--session", default="default")
-    p.add_argument("-k", type=int, help="rows to show (default LOTSMAN_TOP_K)")
+    p.add_argument("--session", default="default", type=session_name)
+    p.add_argument("-k", type=positive_int, help="rows to show (default LOTSMAN_TOP_K)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_retrieve)
 
-    p = sub.add_parser("eval", help="run an eval dataset through the graph and print metrics")
-    p.add_argument("dataset")
-    p.add_argument("--corpus", required=True, help="corpus root the dataset's gold paths are relative to")
-    p.add_argument("--out", help="write the JSON report here")
-    p.add_argument("--retriever", choices=["full", "vector", "bm25"], default="full")
-    p.add_argument("--embedder", help="embedder for the eval session (default: settings)")
-    p.add_argument("--session", help="session name (default: derived from corpus and embedder)")
-    p.add_argument("--limit", type=int, help="only the first N cases")
-    p.add_argument("--langsmith", action="store_true", help="also upload and run evaluate() on LangSmith")
-    p.set_defaults(handler=_eval)
-
     p = sub.add_parser("serve", help="run the LangGraph dev server with both graphs")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=2024)
+    p.add_argument("--port", type=positive_int, default=2024)
     p.set_defaults(handler=_serve)
 
-
-_EXTRA_COMMANDS.append(register)
