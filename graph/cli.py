@@ -71,7 +71,7 @@ def _cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
         ensure_tables(conn)
         if args.delete:
             s = delete_session(conn, args.delete)
-            print(f"deleted session '{s.name}'")
+            print(f"deleted session '{printable(s.name)}'")
             return 0
         rows = list_sessions(conn)
     if args.json:
@@ -84,7 +84,7 @@ def _cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
     for r in rows:
         job = r["last_job"]
         last = f"{job['kind']} {job['status']} {job['finished_at'] or ''}" if job else "-"
-        print(f"{r['name']:<24} {r['embedder']:<16} {r['embedding_dim']:>5} {r['rows']:>8}  {last}")
+        print(f"{printable(r['name']):<24} {r['embedder']:<16} {r['embedding_dim']:>5} {r['rows']:>8}  {last}")
     return 0
 
 

@@ -56,7 +56,8 @@ def split_conversation(messages: list[AnyMessage]) -> tuple[str, list[dict[str, 
         return "", []
     history = [{"role": "user" if isinstance(m, HumanMessage) else "assistant", "content": _text(m)}
                for m in messages[:last] if isinstance(m, HumanMessage | AIMessage)]
-    return _text(messages[last]).strip()[:MAX_QUESTION_CHARS], history
+    # NUL removed as the CLI does (`clean_question`): a Postgres checkpointer cannot store it in a text value.
+    return _text(messages[last]).replace("\x00", "").strip()[:MAX_QUESTION_CHARS], history
 
 
 def conversation_understanding(deps: Any) -> Node:
