@@ -38,13 +38,15 @@ def _cmd_db(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _db_status(settings: Settings) -> int:
-    from stores.database import Database, embedded_status, redact_url
+    from stores.database import EMBEDDED_HINT, EXTERNAL_HINT, Database, embedded_status, redact_url
     from stores.schema import SCHEMA_VERSION, ensure_tables, existing_spaces
 
+    hint = EXTERNAL_HINT
     if settings.database_url:
         print(f"database: external {redact_url(settings.database_url)}")
         url = settings.database_url
     else:
+        hint = EMBEDDED_HINT
         st = embedded_status(settings.data_dir)
         print(f"database: embedded, data dir {st.data_dir / 'pg'}")
         print(f"  initialized: {st.initialized}  running: {st.running}  pid: {st.pid or '-'}")
@@ -53,7 +55,7 @@ def _db_status(settings: Settings) -> int:
         if not st.running:
             return 0
         url = st.uri or ""
-    with Database(url, max_size=1) as db, db.connection() as conn:
+    with Database(url, max_size=1, hint=hint) as db, db.connection() as conn:
         version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         server = conn.execute("SHOW server_version").fetchone()
         ensure_tables(conn)

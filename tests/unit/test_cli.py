@@ -152,3 +152,26 @@ def test_error_messages_are_escaped_to_one_line(monkeypatch: pytest.MonkeyPatch,
     _plugins(monkeypatch, _ep("boom", f"{__name__}:register_boom"))
     assert cli.main(["boom"]) == 6
     assert one_error_line(capsys) == "error: path not found: x\\nerror: forged\\x1b[2J"
+
+
+def test_a_database_lost_mid_command_is_exit_3(monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Item 2: psycopg errors from a stopped server were `unexpected OperationalError/PoolTimeout`, exit 1."""
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    errors = iter([psycopg.OperationalError("server closed the connection unexpectedly\n\tThis probably means"),
+                   PoolTimeout("couldn't get a connection after 30.00 sec")])
+
+    def handler(args: Any, settings: Any) -> int:
+        raise next(errors)
+
+    def register(sub: argparse._SubParsersAction) -> None:
+        sub.add_parser("lost").set_defaults(handler=handler)
+
+    monkeypatch.setattr(sys.modules[__name__], "register_lost", register, raising=False)
+    _plugins(monkeypatch, _ep("lost", f"{__name__}:register_lost"))
+    for cause in ("server closed the connection unexpectedly", "no connection could be made in time"):
+        assert cli.main(["lost"]) == 3
+        line = one_error_line(capsys)
+        assert cause in line and "lotsman db status" in line
