@@ -19,7 +19,7 @@ import numpy as np
 
 from stores.database import Database
 from stores.embedders import LotsmanEmbeddings
-from stores.errors import IndexingError
+from stores.errors import IndexingError, SessionNotFoundError
 from stores.indexing import cache, jobs, writer
 from stores.indexing.code_pipeline import CodeParseError, index_python
 from stores.indexing.docs_pipeline import index_markdown
@@ -27,7 +27,14 @@ from stores.indexing.files import SkippedFile, SourceFile, collect_files, read_s
 from stores.indexing.records import ChunkRecord
 from stores.repository import RagRepository
 from stores.schema import ensure_tables
-from stores.sessions import RagSession, get_or_create_session, get_session, save_stop_lexemes
+from stores.sessions import (
+    RagSession,
+    find_session,
+    get_or_create_session,
+    get_session,
+    job_lock_key,
+    save_stop_lexemes,
+)
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stage is "parse", "embed" or "write"."""
@@ -206,24 +213,35 @@ def _write(db: Database, session: RagSession, generation: int, prepared: list[_P
 
 def _session_lock(db: Database, session: RagSession):
     conn = db.pool.getconn()
-    got = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", ("lotsman_index:" + session.rag_session_id,)
+    got = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (job_lock_key(session.rag_session_id),)
                        ).fetchone()
     conn.commit()
     if not got or not got[0]:
         db.pool.putconn(conn)
-        raise IndexingError(f"another index job is running for session '{session.name}': wait for it to finish")
+        raise IndexingError(f"another index job (or a delete) is running for session '{session.name}': "
+                            "wait for it to finish")
     return conn
 
 
 def _release(db: Database, conn, session: RagSession) -> None:
-    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", ("lotsman_index:" + session.rag_session_id,))
+    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (job_lock_key(session.rag_session_id),))
     conn.commit()
     db.pool.putconn(conn)
+
+
+def _check_not_deleted(db: Database, session: RagSession) -> None:
+    # A delete that won the lock before this job leaves nothing to index into (and `start_job` would hit
+    # the foreign key); with the lock held no delete can happen until the job ends.
+    with db.connection() as conn:
+        if find_session(conn, session.rag_session_id) is None:
+            raise SessionNotFoundError(f"session '{session.name}' was deleted before its index job started: "
+                                       "run the index again to recreate it")
 
 
 def _run_job(db: Database, session: RagSession, kind: str, body: Callable[[IndexReport], None]) -> IndexReport:
     lock = _session_lock(db, session)
     try:
+        _check_not_deleted(db, session)
         with db.connection() as conn:
             job_id = jobs.start_job(conn, session.rag_session_id, kind)
         report = IndexReport(session=session.name, job_id=job_id, kind=kind)
