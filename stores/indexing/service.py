@@ -73,6 +73,8 @@ class _Prepared:
     pending: list[tuple[Future, int, int]] = field(default_factory=list)
     """(batch future, start in batch, count) for vectors still being computed."""
     from_cache: bool = False
+    warnings: list[str] = field(default_factory=list)
+    """The file's parse warnings, without the path (kept in the blob cache with the records)."""
 
     def resolve(self) -> np.ndarray | None:
         if self.pending:
@@ -160,6 +162,8 @@ def _prepare(
         hit = cached.get(key)
         if hit is not None:
             report.cache_hits += 1
+            warnings = hit.warnings if hit.warnings is not None else _rewarn(source)
+            report.warnings.extend(f"{source.path}: {w}" for w in warnings)
             prepared.append(_Prepared(source, key, hit.records, hit.vectors, from_cache=True))
             continue
         try:
@@ -172,7 +176,7 @@ def _prepare(
             continue
         report.parsed += 1
         report.warnings.extend(f"{source.path}: {w}" for w in warnings)
-        item = _Prepared(source, key, records)
+        item = _Prepared(source, key, records, warnings=warnings)
         texts = [r.embed_text or r.content for r in records if r.embed]
         if texts:
             emb.add(item, texts)
@@ -184,12 +188,22 @@ def _prepare(
     return prepared
 
 
+def _rewarn(source: SourceFile) -> list[str]:
+    """Warnings of a file cached before they were stored (schema < 6): parsing again is cheap, the cached
+    vectors are still used."""
+    try:
+        return parse_file(source)[1]
+    except (CodeParseError, RecursionError):
+        return []
+
+
 def _write(db: Database, session: RagSession, generation: int, prepared: list[_Prepared], report: IndexReport,
            emb: _Embedder, *, replace_paths: list[str] | None) -> None:
     """Write rows: a whole new generation (snapshot) or, for changes, replace the given paths in place."""
     layers: Counter[str] = Counter()
     t0 = time.perf_counter()
     new_cache = []
+    new_warnings: dict[str, list[str]] = {}
 
     def rows():
         for item in prepared:
@@ -199,12 +213,13 @@ def _write(db: Database, session: RagSession, generation: int, prepared: list[_P
             if not item.from_cache:
                 new_cache.append((item.key, item.source.blob_sha, item.source.path, emb.embedder.name,
                                   item.records, item.vectors))
+                new_warnings[item.key] = item.warnings
 
     with db.connection() as conn:
         if replace_paths is not None:
             writer.delete_paths(conn, session.table, session.rag_session_id, generation, replace_paths)
         report.rows_written = writer.copy_rows(conn, session.table, session.rag_session_id, generation, rows())
-        cache.store_cached(conn, new_cache)
+        cache.store_cached(conn, new_cache, new_warnings)
     report.embedded = emb.done
     report.rows_per_layer = dict(sorted(layers.items()))
     report.timings["embed"] = emb.seconds
