@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.errors import surface_errors
 from graph.state import State
 
 # `(state, runtime) -> update`; typed loosely because LangGraph matches node signatures structurally.
@@ -37,7 +38,7 @@ def timed(name: str, first: bool = False) -> Callable[[Node], Node]:
             timings[name] = round((time.perf_counter() - t0) * 1000, 2)
             return {**update, "timings_ms": timings}
 
-        return node
+        return surface_errors(node)  # our one-line errors reach LangGraph server clients (graph/errors.py)
 
     return wrap
 
