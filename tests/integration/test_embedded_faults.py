@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,12 +28,16 @@ STOP_DEADLINE_S = 8.0
 
 
 @pytest.fixture(scope="module")
-def own_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A data dir with its own embedded server and one indexed session (fake embedder)."""
+def own_dir() -> Iterator[Path]:
+    """A data dir with its own embedded server and one indexed session (fake embedder).
+
+    Not under pytest's tmp_path: as root, postgres runs as the `pgserver` user, and pytest resets
+    /tmp/pytest-of-root to mode 0700 whenever a nested pytest starts (test_corpus_guard), locking it out.
+    """
     from stores.embedders import make_embedder
     from stores.indexing.service import index_repository
 
-    base = tmp_path_factory.mktemp("own-server")
+    base = Path(tempfile.mkdtemp(prefix="lotsman-faults-"))
     corpus = base / "corpus"
     (corpus / "docs").mkdir(parents=True)
     (corpus / "docs" / "cors.md").write_text("# CORS\n\nCORS настраивается через CORSMiddleware.\n")
@@ -42,7 +47,7 @@ def own_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield data
     _writable(data)
     stop_embedded(data)
-    shutil.rmtree(data, ignore_errors=True)
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def _writable(path: Path) -> None:
