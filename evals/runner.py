@@ -94,10 +94,3 @@ def run_jobs(jobs: Sequence[EvalJob], *, settings: Any, cache_dir: Path, retriev
     summaries = {name: {k: v for k, v in r.items() if k != "results"} for name, r in corpora.items()}
     embedders = sorted({r["embedder"] for r in corpora.values()})
     return {"retriever": retriever, "embedder": ", ".join(embedders), "corpora": corpora, "macro": macro(summaries)}
-
-
-def run_cli(args: Any, settings: Any) -> int:
-    """Kept for `graph/cli_commands.py`'s `eval` until commands load through `lotsman.commands`."""
-    from evals.cli import handler
-
-    return handler(args, settings)

@@ -9,9 +9,13 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
+from typing import NoReturn
 
+from graph import cli_commands
 from graph.settings import Settings, get_settings
-from stores.errors import LotsmanError
+from graph.terminal import printable
+from stores.errors import LotsmanError, UsageError, database_lost
 
 Handler = Callable[[argparse.Namespace, Settings], int]
 
@@ -34,13 +38,15 @@ def _cmd_db(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _db_status(settings: Settings) -> int:
-    from stores.database import Database, embedded_status, redact_url
+    from stores.database import EMBEDDED_HINT, EXTERNAL_HINT, Database, embedded_status, redact_url
     from stores.schema import SCHEMA_VERSION, ensure_tables, existing_spaces
 
+    hint = EXTERNAL_HINT
     if settings.database_url:
         print(f"database: external {redact_url(settings.database_url)}")
         url = settings.database_url
     else:
+        hint = EMBEDDED_HINT
         st = embedded_status(settings.data_dir)
         print(f"database: embedded, data dir {st.data_dir / 'pg'}")
         print(f"  initialized: {st.initialized}  running: {st.running}  pid: {st.pid or '-'}")
@@ -49,7 +55,7 @@ def _db_status(settings: Settings) -> int:
         if not st.running:
             return 0
         url = st.uri or ""
-    with Database(url, max_size=1) as db, db.connection() as conn:
+    with Database(url, max_size=1, hint=hint) as db, db.connection() as conn:
         version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         server = conn.execute("SHOW server_version").fetchone()
         ensure_tables(conn)
@@ -67,7 +73,7 @@ def _cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
         ensure_tables(conn)
         if args.delete:
             s = delete_session(conn, args.delete)
-            print(f"deleted session '{s.name}'")
+            print(f"deleted session '{printable(s.name)}'")
             return 0
         rows = list_sessions(conn)
     if args.json:
@@ -80,12 +86,19 @@ def _cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
     for r in rows:
         job = r["last_job"]
         last = f"{job['kind']} {job['status']} {job['finished_at'] or ''}" if job else "-"
-        print(f"{r['name']:<24} {r['embedder']:<16} {r['embedding_dim']:>5} {r['rows']:>8}  {last}")
+        print(f"{printable(r['name']):<24} {r['embedder']:<16} {r['embedding_dim']:>5} {r['rows']:>8}  {last}")
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one `error: ...` line and exit 2, like every other failure."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lotsman", description="Grounded answers about a repository's docs and code.")
+    parser = _Parser(prog="lotsman", description="Grounded answers about a repository's docs and code.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -95,34 +108,45 @@ def build_parser() -> argparse.ArgumentParser:
 
     sessions = sub.add_parser("sessions", help="list (or delete) indexed sessions")
     sessions.add_argument("--json", action="store_true")
-    sessions.add_argument("--delete", metavar="NAME", help="delete a session and its rows")
+    sessions.add_argument("--delete", metavar="NAME", type=cli_commands.session_name,
+                          help="delete a session and its rows")
     sessions.set_defaults(handler=_cmd_sessions)
 
-    for register in _EXTRA_COMMANDS:
-        register(sub)
+    cli_commands.register(sub)
+    load_plugins(sub)
     return parser
 
 
-# Commands defined in other modules register themselves here (keeps this file small).
-_EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []
+PLUGIN_GROUP = "lotsman.commands"
+"""Entry-point group of command plug-ins: each is `register(sub: argparse._SubParsersAction) -> None` adding
+a subparser whose `handler(args, settings) -> int` (e.g. `eval = "evals.cli:register"` in pyproject.toml)."""
 
 
-def _load_extra_commands() -> None:
-    from graph import cli_commands  # noqa: F401  (registers index/ask/chat/retrieve/eval/serve)
+def load_plugins(sub: argparse._SubParsersAction) -> None:
+    """Register every installed command plug-in; a missing or broken one costs one warning line, not the CLI."""
+    for ep in entry_points(group=PLUGIN_GROUP):
+        try:
+            ep.load()(sub)
+        except Exception as exc:  # any plug-in bug: the other commands must keep working
+            print(f"warning: command plug-in '{printable(ep.name)}' ({printable(ep.value)}) not loaded: "
+                  f"{type(exc).__name__}: {_first_line(exc)}", file=sys.stderr)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return printable(text.splitlines()[0]) if text else ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `lotsman` console script."""
     warnings.filterwarnings("ignore")
-    _load_extra_commands()
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s",
-                        stream=sys.stderr)
     try:
+        args = build_parser().parse_args(argv)
+        _configure_logging(args.verbose)
         settings = get_settings()
         code = args.handler(args, settings)
     except LotsmanError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
@@ -133,16 +157,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # the last line of defence: one line, never a traceback
         if os.environ.get("LOTSMAN_DEBUG"):
             raise
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        print(f"error: unexpected {type(exc).__name__}: {first} (set LOTSMAN_DEBUG=1 for a traceback)",
+        lost = database_lost(exc)
+        if lost is not None:
+            print(f"error: {printable(lost)}", file=sys.stderr)
+            return lost.exit_code
+        print(f"error: unexpected {type(exc).__name__}: {_first_line(exc)} (set LOTSMAN_DEBUG=1 for a traceback)",
               file=sys.stderr)
         return 1
     return code
 
 
-if __name__ == "__main__":
-    # Run through the imported module: `python -m graph.cli` would otherwise register the extra commands
-    # into `graph.cli` while parsing with this `__main__` copy.
-    from graph.cli import main as _main
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s", stream=sys.stderr)
+    # psycopg_pool logs a warning per failed reconnect attempt (dozens when the server stops mid-run); the
+    # CLI reports the outcome as one `error:` line instead.
+    logging.getLogger("psycopg.pool").setLevel(logging.INFO if verbose else logging.CRITICAL)
 
-    sys.exit(_main())
+
+if __name__ == "__main__":
+    sys.exit(main())

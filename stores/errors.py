@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 
 class LotsmanError(Exception):
     """Base of all expected failures; the CLI prints `error: <message>` and exits non-zero."""
@@ -55,3 +57,40 @@ class InvalidQuestionError(LotsmanError):
     """An empty or unusable question."""
 
     exit_code = 2
+
+
+class UsageError(LotsmanError):
+    """Bad command-line arguments (argparse's own errors included)."""
+
+    exit_code = 2
+
+
+class InvalidInputError(LotsmanError):
+    """A graph run's context or input that does not validate (a server client's bad request)."""
+
+    exit_code = 2
+
+
+class SessionBusyError(LotsmanError):
+    """The session has an index job running: deleting it now would race the job's writes."""
+
+    exit_code = 6
+
+
+def database_lost(exc: BaseException) -> DatabaseUnavailableError | None:
+    """A one-line `DatabaseUnavailableError` for psycopg/pool failures mid-run (server stopped), else None.
+
+    psycopg is looked up, not imported: if it is not loaded, the failure cannot be one of its errors.
+    """
+    psycopg = sys.modules.get("psycopg")
+    pool = sys.modules.get("psycopg_pool")
+    if pool is not None and isinstance(exc, pool.PoolTimeout):  # a subclass of OperationalError: first
+        reason = "no connection could be made in time"
+    elif psycopg is not None and isinstance(exc, psycopg.OperationalError):
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        reason = lines[0] if lines else type(exc).__name__
+    else:
+        return None
+    return DatabaseUnavailableError(
+        f"lost the connection to PostgreSQL ({reason}): check that it runs (`lotsman db status`) and retry"
+    )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Bump and add a step to `_UPGRADES` when the schema changes; upgrades run in order."""
 
 CHUNK_TABLE_PREFIX = "rag_chunks_d"
@@ -62,7 +62,7 @@ CREATE TABLE IF NOT EXISTS rag_blob_cache (
 _CHUNK_DDL = """
 CREATE TABLE IF NOT EXISTS {table} (
     id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-    rag_session_id text NOT NULL,
+    rag_session_id text NOT NULL REFERENCES rag_sessions(rag_session_id) ON DELETE CASCADE,
     generation integer NOT NULL,
     layer text NOT NULL,
     path text NOT NULL,
@@ -132,6 +132,24 @@ END $$;
     4: _PAIRS_TSQUERY_DDL,
     # v5: the lexical lane's stoplist is computed once per index job, not on a session's first question.
     5: "ALTER TABLE rag_sessions ADD COLUMN IF NOT EXISTS stop_lexemes text[];",
+    # v6: chunk rows cannot outlive their session (a delete racing an index job left hundreds of orphans):
+    # orphans of earlier races are dropped, then a cascading foreign key; and the blob cache keeps each
+    # file's indexing warnings (broken frontmatter), which a cache hit used to lose. NULL = not recorded.
+    6: """
+DO $$
+DECLARE t text;
+BEGIN
+    FOR t IN SELECT tablename FROM pg_tables
+             WHERE schemaname = current_schema() AND tablename ~ '^rag_chunks_d[0-9]+$' LOOP
+        CONTINUE WHEN EXISTS (SELECT 1 FROM pg_constraint WHERE conname = t || '_rag_session_id_fkey');
+        EXECUTE format('DELETE FROM %I c WHERE NOT EXISTS '
+                       '(SELECT 1 FROM rag_sessions s WHERE s.rag_session_id = c.rag_session_id)', t);
+        EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I FOREIGN KEY (rag_session_id) '
+                       'REFERENCES rag_sessions(rag_session_id) ON DELETE CASCADE', t, t || '_rag_session_id_fkey');
+    END LOOP;
+END $$;
+ALTER TABLE rag_blob_cache ADD COLUMN IF NOT EXISTS warnings text[];
+""",
 }
 
 

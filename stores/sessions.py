@@ -9,7 +9,7 @@ from datetime import datetime
 import psycopg
 from psycopg.rows import dict_row
 
-from stores.errors import EmbedderMismatchError, SessionNotFoundError
+from stores.errors import EmbedderMismatchError, SessionBusyError, SessionNotFoundError
 from stores.schema import chunk_table, ensure_space
 
 
@@ -130,10 +130,25 @@ def list_sessions(conn: psycopg.Connection) -> list[dict]:
     return out
 
 
+def job_lock_key(session_id: str) -> str:
+    """Key of the session's advisory lock: held by an index job for its whole run, taken by a delete."""
+    return f"lotsman_index:{session_id}"
+
+
 def delete_session(conn: psycopg.Connection, name_or_id: str) -> RagSession:
-    """Delete a session, its rows and its jobs."""
+    """Delete a session; its rows and jobs go with it (foreign keys with ON DELETE CASCADE).
+
+    Raises:
+        SessionBusyError: an index job runs for the session. Deleting under it used to leave the rows the
+            job wrote afterwards (and the job reported success); now the delete waits for nobody and says so.
+    """
     session = get_session(conn, name_or_id)
     with conn.transaction():
-        conn.execute(f'DELETE FROM "{session.table}" WHERE rag_session_id = %s', (session.rag_session_id,))
+        locked = conn.execute("SELECT pg_try_advisory_xact_lock(hashtext(%s))",
+                              (job_lock_key(session.rag_session_id),)).fetchone()
+        if not locked or not locked[0]:
+            raise SessionBusyError(
+                f"session '{session.name}' has an index job running: delete it when the job has finished"
+            )
         conn.execute("DELETE FROM rag_sessions WHERE rag_session_id = %s", (session.rag_session_id,))
     return session

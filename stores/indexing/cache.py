@@ -27,6 +27,8 @@ class CachedFile:
     records: list[ChunkRecord]
     vectors: np.ndarray | None
     """One row per record with `embed=True`, in record order."""
+    warnings: list[str] | None = None
+    """What parsing the file reported (e.g. broken frontmatter); None for entries cached before schema v6."""
 
 
 def cache_key(blob_sha: str, path: str, embedder: str) -> str:
@@ -39,29 +41,37 @@ def load_cached(conn: psycopg.Connection, keys: list[str], dim: int) -> dict[str
     if not keys:
         return {}
     rows = conn.execute(
-        "SELECT cache_key, records, vectors FROM rag_blob_cache WHERE cache_key = ANY(%s)", (keys,)
+        "SELECT cache_key, records, vectors, warnings FROM rag_blob_cache WHERE cache_key = ANY(%s)", (keys,)
     ).fetchall()
     out: dict[str, CachedFile] = {}
-    for key, records_json, vectors in rows:
+    for key, records_json, vectors, warnings in rows:
         records = [ChunkRecord(**{**r, "layer": Layer(r["layer"])}) for r in records_json]
         vec = np.frombuffer(vectors, dtype=np.float32).reshape(-1, dim) if vectors else None
-        out[key] = CachedFile(records=records, vectors=vec)
+        out[key] = CachedFile(records=records, vectors=vec, warnings=warnings)
     return out
 
 
 def store_cached(
-    conn: psycopg.Connection, entries: list[tuple[str, str, str, str, list[ChunkRecord], np.ndarray | None]]
+    conn: psycopg.Connection, entries: list[tuple[str, str, str, str, list[ChunkRecord], np.ndarray | None]],
+    warnings: dict[str, list[str]] | None = None,
 ) -> None:
-    """Insert (key, blob_sha, path, embedder, records, vectors) entries; existing keys are kept."""
+    """Insert (key, blob_sha, path, embedder, records, vectors) entries; existing keys are kept.
+
+    Args:
+        warnings: parse warnings by cache key, replayed on a cache hit (a key without any stores none).
+    """
     if not entries:
         return
+    warnings = warnings or {}
     with conn.cursor() as cur:
         cur.executemany(
-            "INSERT INTO rag_blob_cache (cache_key, blob_sha, path, pipeline_version, embedder, records, vectors) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (cache_key) DO NOTHING",
+            "INSERT INTO rag_blob_cache "
+            "(cache_key, blob_sha, path, pipeline_version, embedder, records, vectors, warnings) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (cache_key) DO NOTHING",
             [
                 (key, sha, path, PIPELINE_VERSION, embedder, Jsonb([asdict(r) for r in records]),
-                 None if vectors is None else np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+                 None if vectors is None else np.ascontiguousarray(vectors, dtype=np.float32).tobytes(),
+                 warnings.get(key, []))
                 for key, sha, path, embedder, records, vectors in entries
             ],
         )

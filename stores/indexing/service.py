@@ -19,7 +19,7 @@ import numpy as np
 
 from stores.database import Database
 from stores.embedders import LotsmanEmbeddings
-from stores.errors import IndexingError
+from stores.errors import IndexingError, SessionNotFoundError
 from stores.indexing import cache, jobs, writer
 from stores.indexing.code_pipeline import CodeParseError, index_python
 from stores.indexing.docs_pipeline import index_markdown
@@ -27,7 +27,14 @@ from stores.indexing.files import SkippedFile, SourceFile, collect_files, read_s
 from stores.indexing.records import ChunkRecord
 from stores.repository import RagRepository
 from stores.schema import ensure_tables
-from stores.sessions import RagSession, get_or_create_session, get_session, save_stop_lexemes
+from stores.sessions import (
+    RagSession,
+    find_session,
+    get_or_create_session,
+    get_session,
+    job_lock_key,
+    save_stop_lexemes,
+)
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stage is "parse", "embed" or "write"."""
@@ -66,6 +73,8 @@ class _Prepared:
     pending: list[tuple[Future, int, int]] = field(default_factory=list)
     """(batch future, start in batch, count) for vectors still being computed."""
     from_cache: bool = False
+    warnings: list[str] = field(default_factory=list)
+    """The file's parse warnings, without the path (kept in the blob cache with the records)."""
 
     def resolve(self) -> np.ndarray | None:
         if self.pending:
@@ -153,6 +162,8 @@ def _prepare(
         hit = cached.get(key)
         if hit is not None:
             report.cache_hits += 1
+            warnings = hit.warnings if hit.warnings is not None else _rewarn(source)
+            report.warnings.extend(f"{source.path}: {w}" for w in warnings)
             prepared.append(_Prepared(source, key, hit.records, hit.vectors, from_cache=True))
             continue
         try:
@@ -165,7 +176,7 @@ def _prepare(
             continue
         report.parsed += 1
         report.warnings.extend(f"{source.path}: {w}" for w in warnings)
-        item = _Prepared(source, key, records)
+        item = _Prepared(source, key, records, warnings=warnings)
         texts = [r.embed_text or r.content for r in records if r.embed]
         if texts:
             emb.add(item, texts)
@@ -177,12 +188,22 @@ def _prepare(
     return prepared
 
 
+def _rewarn(source: SourceFile) -> list[str]:
+    """Warnings of a file cached before they were stored (schema < 6): parsing again is cheap, the cached
+    vectors are still used."""
+    try:
+        return parse_file(source)[1]
+    except (CodeParseError, RecursionError):
+        return []
+
+
 def _write(db: Database, session: RagSession, generation: int, prepared: list[_Prepared], report: IndexReport,
            emb: _Embedder, *, replace_paths: list[str] | None) -> None:
     """Write rows: a whole new generation (snapshot) or, for changes, replace the given paths in place."""
     layers: Counter[str] = Counter()
     t0 = time.perf_counter()
     new_cache = []
+    new_warnings: dict[str, list[str]] = {}
 
     def rows():
         for item in prepared:
@@ -192,12 +213,13 @@ def _write(db: Database, session: RagSession, generation: int, prepared: list[_P
             if not item.from_cache:
                 new_cache.append((item.key, item.source.blob_sha, item.source.path, emb.embedder.name,
                                   item.records, item.vectors))
+                new_warnings[item.key] = item.warnings
 
     with db.connection() as conn:
         if replace_paths is not None:
             writer.delete_paths(conn, session.table, session.rag_session_id, generation, replace_paths)
         report.rows_written = writer.copy_rows(conn, session.table, session.rag_session_id, generation, rows())
-        cache.store_cached(conn, new_cache)
+        cache.store_cached(conn, new_cache, new_warnings)
     report.embedded = emb.done
     report.rows_per_layer = dict(sorted(layers.items()))
     report.timings["embed"] = emb.seconds
@@ -206,24 +228,35 @@ def _write(db: Database, session: RagSession, generation: int, prepared: list[_P
 
 def _session_lock(db: Database, session: RagSession):
     conn = db.pool.getconn()
-    got = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", ("lotsman_index:" + session.rag_session_id,)
+    got = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (job_lock_key(session.rag_session_id),)
                        ).fetchone()
     conn.commit()
     if not got or not got[0]:
         db.pool.putconn(conn)
-        raise IndexingError(f"another index job is running for session '{session.name}': wait for it to finish")
+        raise IndexingError(f"another index job (or a delete) is running for session '{session.name}': "
+                            "wait for it to finish")
     return conn
 
 
 def _release(db: Database, conn, session: RagSession) -> None:
-    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", ("lotsman_index:" + session.rag_session_id,))
+    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (job_lock_key(session.rag_session_id),))
     conn.commit()
     db.pool.putconn(conn)
+
+
+def _check_not_deleted(db: Database, session: RagSession) -> None:
+    # A delete that won the lock before this job leaves nothing to index into (and `start_job` would hit
+    # the foreign key); with the lock held no delete can happen until the job ends.
+    with db.connection() as conn:
+        if find_session(conn, session.rag_session_id) is None:
+            raise SessionNotFoundError(f"session '{session.name}' was deleted before its index job started: "
+                                       "run the index again to recreate it")
 
 
 def _run_job(db: Database, session: RagSession, kind: str, body: Callable[[IndexReport], None]) -> IndexReport:
     lock = _session_lock(db, session)
     try:
+        _check_not_deleted(db, session)
         with db.connection() as conn:
             job_id = jobs.start_job(conn, session.rag_session_id, kind)
         report = IndexReport(session=session.name, job_id=job_id, kind=kind)

@@ -109,25 +109,27 @@ def other_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_corpus(tmp_path_factory.mktemp("other-corpus"), OTHER_CORPUS)
 
 
-def _index_fake(db, root: Path, prefix: str) -> str:
+def _index_use(db, root: Path, prefix: str) -> str:
+    # The real offline default embedder (USE-multilingual), not the hashed bag-of-words fake: e2e tests
+    # exercise what users run.
     from stores.embedders import make_embedder
     from stores.indexing.service import index_repository
 
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    report = index_repository(db, root, session_name=name, embedder=make_embedder("fake"), incremental=False)
+    report = index_repository(db, root, session_name=name, embedder=make_embedder("use"), incremental=False)
     assert report.files_indexed == sum(p.is_file() for p in root.rglob("*")), report.counts()
     return name
 
 
 @pytest.fixture(scope="session")
 def small_session(db, small_corpus: Path) -> str:
-    """The small corpus indexed in-process with the deterministic fake embedder; returns the session name."""
-    return _index_fake(db, small_corpus, "e2e-small")
+    """The small corpus indexed in-process with the `use` embedder; returns the session name."""
+    return _index_use(db, small_corpus, "e2e-small")
 
 
 @pytest.fixture(scope="session")
 def other_session(db, other_corpus: Path) -> str:
-    return _index_fake(db, other_corpus, "e2e-other")
+    return _index_use(db, other_corpus, "e2e-other")
 
 
 @pytest.fixture(scope="session")

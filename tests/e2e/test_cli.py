@@ -30,7 +30,7 @@ def lotsman(offline_env: Callable[..., dict[str, str]]) -> Run:
 
 @pytest.fixture(scope="module")
 def indexed(lotsman: Run, small_corpus: Path) -> str:
-    proc = lotsman("index", str(small_corpus), "--session", SESSION, "--embedder", "fake")
+    proc = lotsman("index", str(small_corpus), "--session", SESSION, "--embedder", "use")
     assert proc.returncode == 0, proc.stderr
     assert f"session '{SESSION}'" in proc.stdout
     assert f"{len(SMALL_CORPUS)} files seen, {len(SMALL_CORPUS)} indexed" in proc.stdout
@@ -79,7 +79,8 @@ def test_ask_json_unanswerable_skips_analysis(lotsman: Run, indexed: str) -> Non
     out = json.loads(proc.stdout)
     assert out["abstained"] is True and out["citations"] == []
     assert "нет ответа" in out["answer"]
-    assert set(out["timings_ms"]) in (set(STAGES), set(STAGES) - {"context_analysis"})
+    # Nothing relevant: the conditional edge goes straight to composition, analysis never runs.
+    assert set(out["timings_ms"]) == set(STAGES) - {"context_analysis"}
 
 
 def test_ask_plain_text(lotsman: Run, indexed: str) -> None:
@@ -154,3 +155,57 @@ def test_answer_does_not_quote_index_labels(lotsman: Run, indexed: str) -> None:
     proc = lotsman("ask", "Как настроить CORS?", "--session", indexed)
     assert proc.returncode == 0, proc.stderr
     assert not re.search(r"\bPath: \S+ Type: ", proc.stdout), "index labels are quoted as document text"
+
+
+# --- issue 14: hostile input --------------------------------------------------------------------------
+def test_chat_with_nul_bytes_answers(lotsman: Run, indexed: str) -> None:
+    """Item 4: the Postgres checkpointer cannot store NUL; chat removes it like `ask` and the graph do."""
+    proc = lotsman("chat", "--session", indexed, stdin="Как настроить\x00 CORS?\n\x00\n\n")
+    assert proc.returncode == 0, proc.stderr
+    [answer] = _answers(proc.stdout)
+    assert "[docs/cors.md:" in answer
+    assert "error" not in proc.stderr
+
+
+ESC = "\x1b[31m"
+CONTROL_CORPUS = {f"docs/red{ESC}cors.md": "# Красный CORS\n\nCORS настраивается через `CORSMiddleware`.\n"}
+FORGED = "docs/bin\nskipped docs/forged.md: fake.md"
+"""A binary file whose name, printed raw, would add a fake `skipped` line to the report."""
+
+
+@pytest.fixture(scope="module")
+def control_session(lotsman: Run, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, subprocess.CompletedProcess]:
+    from tests.e2e.conftest import write_corpus
+
+    root = write_corpus(tmp_path_factory.mktemp("control-names"), CONTROL_CORPUS)
+    (root / FORGED).parent.mkdir(parents=True, exist_ok=True)
+    (root / FORGED).write_bytes(b"\x00\x01binary")
+    name = f"ctl-{uuid.uuid4().hex[:6]}"
+    proc = lotsman("index", str(root), "--session", name, "--embedder", "fake")
+    assert proc.returncode == 0, proc.stderr
+    return name, proc
+
+
+def assert_no_raw_controls(text: str) -> None:
+    assert not any(ch in text for ch in "\x1b\x00\x9b"), repr(text)
+
+
+def test_index_report_escapes_file_names(control_session: tuple[str, subprocess.CompletedProcess]) -> None:
+    """Item 7: the skip list cannot be forged by a file name."""
+    _, proc = control_session
+    assert_no_raw_controls(proc.stdout)
+    skipped = [line for line in proc.stdout.splitlines() if line.startswith("skipped ")]
+    assert skipped == ["skipped docs/bin\\nskipped docs/forged.md: fake.md: binary file (NUL byte)"]
+
+
+def test_retrieve_table_and_answers_escape_file_names(
+        lotsman: Run, control_session: tuple[str, subprocess.CompletedProcess]) -> None:
+    name, _ = control_session
+    table = lotsman("retrieve", "Как настроить CORS?", "--session", name)
+    answer = lotsman("ask", "Как настроить CORS?", "--session", name)
+    chat = lotsman("chat", "--session", name, stdin="Как настроить CORS?\n")
+
+    for proc in (table, answer, chat):
+        assert proc.returncode == 0, proc.stderr
+        assert_no_raw_controls(proc.stdout)
+        assert "docs/red\\x1b[31mcors.md" in proc.stdout

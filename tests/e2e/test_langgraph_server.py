@@ -136,10 +136,40 @@ async def test_index_graph_then_two_turn_thread(dev_server: DevServer, small_cor
     assert not covers(alone["citations"], "docs/cors.md", CORS_DISABLE_LINES[0])
 
 
-async def test_unknown_session_fails_the_run_with_a_named_error(dev_server: DevServer) -> None:
-    """A run on a session that was never indexed fails as `SessionNotFoundError`; the server stays up."""
+async def test_unknown_session_fails_the_run_with_our_message(dev_server: DevServer) -> None:
+    """Item 5 of issue 14: the client used to read `SessionNotFoundError: An internal error occurred`."""
     client = get_client(url=dev_server.url)
-    with pytest.raises(Exception, match="SessionNotFoundError"):
-        await client.runs.wait(None, "lotsman", input=human("Что такое CORS?"),
-                               context={"rag_session_id": f"never-indexed-{uuid.uuid4().hex[:6]}"})
+    session = f"never-indexed-{uuid.uuid4().hex[:6]}"
+    with pytest.raises(Exception, match=rf"^SessionNotFoundError: no session '{session}': .*lotsman index"):
+        await client.runs.wait(None, "lotsman", input=human("Что такое CORS?"), context={"rag_session_id": session})
     assert httpx.get(f"{dev_server.url}/ok", timeout=5).status_code == 200
+
+
+@pytest.mark.parametrize(("context", "says"), [
+    ({"retriever": "nope"}, "retriever: Input should be 'full', 'vector' or 'bm25'"),
+    ({"top_k": -3}, "top_k: Input should be greater than or equal to 1"),
+    ({"top_k": "lots"}, "top_k: Input should be a valid integer"),
+    ({"rag_session_id": 12345}, "rag_session_id: Input should be a valid string"),
+], ids=["retriever", "top_k-negative", "top_k-word", "session-int"])
+async def test_bad_run_context_is_rejected_with_our_message(dev_server: DevServer, context: dict,
+                                                            says: str) -> None:
+    client = get_client(url=dev_server.url)
+    with pytest.raises(Exception, match=r"^InvalidInputError: invalid run context: ") as info:
+        await client.runs.wait(None, "lotsman", input=human("Что такое CORS?"), context=context)
+    assert says in str(info.value)
+
+
+@pytest.mark.parametrize(("index_input", "says"), [
+    ({"session": ""}, "InvalidInputError: invalid index request: session: must not be empty"),
+    ({"path": "/nonexistent-lotsman-path"}, "IndexingError: path not found: /nonexistent-lotsman-path"),
+], ids=["empty-session", "bad-path"])
+async def test_index_graph_errors_reach_the_client(dev_server: DevServer, small_corpus: Path, db,
+                                                   index_input: dict, says: str) -> None:
+    from stores.sessions import find_session
+
+    client = get_client(url=dev_server.url)
+    with pytest.raises(Exception) as info:
+        await client.runs.wait(None, "lotsman_index", input={"path": str(small_corpus), **index_input})
+    assert str(info.value).startswith(says), str(info.value)
+    with db.connection() as conn:  # an empty session name used to index into `default`
+        assert find_session(conn, "default") is None

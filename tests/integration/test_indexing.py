@@ -763,3 +763,34 @@ def test_every_index_job_stores_the_lexical_stoplist(db: Database, tmp_path: Pat
             assert get_session(conn, name).stop_lexemes == []  # too few files for shares to mean anything
     finally:
         drop_session(db, name)
+
+
+# --- issue 14, item 8: warnings survive the blob cache -------------------------------------------------
+def _broken_frontmatter_corpus(root: Path) -> Path:
+    tag = uuid.uuid4().hex  # unique content: the first index of this test parses it
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "fm.md").write_text(f"---\ntitle: [unclosed\n---\n# Заметка {tag}\n\nТекст.\n")
+    return root
+
+
+def test_frontmatter_warnings_are_reported_on_a_cache_hit(db: Database, tmp_path: Path) -> None:
+    root = _broken_frontmatter_corpus(tmp_path)
+    first = index_repository(db, root, session_name=f"fm-a-{uuid.uuid4().hex[:6]}", embedder=FakeEmbeddings())
+    second = index_repository(db, root, session_name=f"fm-b-{uuid.uuid4().hex[:6]}", embedder=FakeEmbeddings())
+
+    assert (first.parsed, first.cache_hits) == (1, 0)
+    assert (second.parsed, second.cache_hits) == (0, 1), "the second session must come from the cache"
+    assert first.warnings and all(w.startswith("docs/fm.md: ") for w in first.warnings)
+    assert second.warnings == first.warnings
+
+
+def test_cache_entries_from_before_v6_still_report_their_warnings(db: Database, tmp_path: Path) -> None:
+    root = _broken_frontmatter_corpus(tmp_path)
+    first = index_repository(db, root, session_name=f"fm-c-{uuid.uuid4().hex[:6]}", embedder=FakeEmbeddings())
+    with db.connection() as conn:  # what an entry written by an older Lotsman looks like
+        conn.execute("UPDATE rag_blob_cache SET warnings = NULL WHERE path = 'docs/fm.md'")
+
+    second = index_repository(db, root, session_name=f"fm-d-{uuid.uuid4().hex[:6]}", embedder=FakeEmbeddings())
+
+    assert second.cache_hits == 1 and second.embedded == 0, "re-parsed for warnings, vectors from the cache"
+    assert second.warnings == first.warnings

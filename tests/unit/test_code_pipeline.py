@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
-from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from stores.indexing.code.chunks import MAX_CHUNK_LINES
 from stores.indexing.code.module import module_name
 from stores.indexing.code_pipeline import CodeParseError, CodeResult, index_python
-from stores.indexing.docs_pipeline import index_markdown
-from stores.indexing.files import collect_files
 from stores.indexing.records import ChunkRecord
 from stores.layers import Layer
 
@@ -392,59 +387,3 @@ def test_all_metadata_is_json_safe_and_output_deterministic(orders: CodeResult) 
     json.dumps([r.metadata for r in orders.records])
     assert index_python(PATH, SOURCE) == orders
     assert orders.warnings == []
-
-
-# --- the real corpus ---------------------------------------------------------------------------------------
-
-
-@pytest.mark.corpus
-def test_fastapi_routing_symbols_have_signatures(fastapi_corpus: Path) -> None:
-    text = (fastapi_corpus / "fastapi/routing.py").read_text(encoding="utf-8")
-    result = index_python("fastapi/routing.py", text)
-    symbols = {r.metadata["qname"]: r for r in rows(result, Layer.C1_SYMBOL_CATALOG)}
-
-    add = symbols["fastapi.routing.APIRouter.add_api_route"].metadata["signature"]
-    assert add.startswith(
-        "def add_api_route(self, path: str, endpoint: Callable[..., Any], *, response_model: Any="
-    )
-    assert "Doc(" not in add
-    assert symbols["fastapi.routing.APIRouter"].metadata["signature"] == "class APIRouter(routing.Router)"
-    get = symbols["fastapi.routing.APIRouter.get"]
-    assert get.content.splitlines()[1] == "Add a *path operation* using an HTTP GET operation."
-    # `self.add_api_route(path, ...)` has no literal path: FastAPI's own machinery is not a route.
-    assert rows(result, Layer.C3_ENTRYPOINTS) == []
-    assert all(c.span_end - c.span_start < MAX_CHUNK_LINES for c in rows(result, Layer.C0_SOURCE_CHUNKS))
-
-    text = (fastapi_corpus / "fastapi/applications.py").read_text(encoding="utf-8")
-    app_records = rows(index_python("fastapi/applications.py", text), Layer.C1_SYMBOL_CATALOG)
-    app_symbols = {r.metadata["qname"]: r.metadata for r in app_records}
-    assert app_symbols["fastapi.applications.FastAPI.get"]["signature"].startswith(
-        "def get(self, path: str, *,"
-    )
-    assert app_symbols["fastapi.applications.FastAPI"]["signature"] == "class FastAPI(Starlette)"
-
-
-@pytest.mark.corpus
-def test_whole_fastapi_ru_corpus_smoke(fastapi_corpus: Path) -> None:
-    started = time.perf_counter()
-    collected = collect_files(fastapi_corpus)
-    counts: Counter[str] = Counter()
-    embedded: Counter[str] = Counter()
-    for source in collected.files:
-        pipeline = index_python if source.path.endswith(".py") else index_markdown
-        result = pipeline(source.path, source.text)
-        assert result.warnings == []
-        for record in result.records:
-            counts[record.layer] += 1
-            embedded[record.layer] += record.embed
-    elapsed = time.perf_counter() - started
-
-    print(f"\n{len(collected.files)} files, {len(collected.skipped)} skipped, parsed in {elapsed:.2f}s")
-    for layer in sorted(counts):
-        print(f"  {layer:<22} {counts[layer]:>6}  embed={embedded[layer]}")
-    print(f"  total {sum(counts.values())}, embed=True {sum(embedded.values())}")
-    assert len(collected.files) >= 170
-    assert {s.reason for s in collected.skipped} <= {"empty file"}  # the package's empty __init__.py files
-    assert set(counts) == {layer.value for layer in Layer}
-    assert sum(embedded.values()) <= 2500
-    assert elapsed < 10

@@ -510,24 +510,3 @@ def test_diagram_edges_become_relations(diagrams: DocsResult) -> None:
     assert edges[("PgRepository", "RagRepository")]["label"] == "implements"
     assert edges[("common_parameters", "/items/{item_id}")]["label"] == "uses"
     assert {("a", "b"), ("b", "c")} <= edges.keys()
-
-
-# --- the real corpus ---------------------------------------------------------------------------------------
-
-
-@pytest.mark.corpus
-def test_fastapi_ru_docs_parse_into_sensible_rows(fastapi_corpus: Path) -> None:
-    path = "docs/ru/docs/tutorial/bigger-applications.md"
-    result = index_markdown(path, (fastapi_corpus / path).read_text(encoding="utf-8"))
-
-    assert result.warnings == []
-    chunks = rows(result, Layer.D0_DOC_CHUNKS)
-    assert 10 <= len(chunks) <= 60
-    assert all(len(c.content) <= MAX_CHUNK_CHARS * 5 // 4 for c in chunks)
-    paths = {tuple(c.metadata["section_path"]) for c in chunks}
-    assert ("Большие приложения — несколько файлов", "APIRouter") in paths
-    card = rows(result, Layer.D1_DOCUMENT_CATALOG)[0]
-    assert card.title == "Большие приложения — несколько файлов"
-    assert "APIRouter" in card.metadata["entities"]
-    links = {r.metadata["dst"] for r in rows(result, Layer.D5_RELATION_GRAPH)}
-    assert "docs/ru/docs/tutorial/security/index.md" in links

@@ -566,13 +566,31 @@ def test_seed000_s5_like_pattern_is_lowercase_and_escaped(term: str, pattern: st
 
 
 def test_seed000_s5_filter_builder_exposes_the_three_branches() -> None:
-    """seed 000 §5: `_RouteFilterBuilder` has one method per branch; resolve_plan uses them."""
+    """seed 000 §5: `_RouteFilterBuilder` has one method per branch; resolve_plan uses them.
+
+    Expectations are written out from seed 000 §9 (general: architecture/README preferences, no hard
+    prefixes; summary with an API signal: hard and preferred `docs/api/`, `docs/`) and §10 (FIND_FILES
+    with an API signal: `docs/api/`, `docs/`) instead of comparing the builder with resolve_plan only.
+    """
     builder = _RouteFilterBuilder(_AnchorTermCollector())
+    general = {
+        "prefer_path_prefixes": ["docs/architecture/", "docs/"],
+        "prefer_like_patterns": ["%readme.md%", "%overview%"],
+        "target_doc_hints": [],
+    }
+    api_summary = {
+        "target_doc_hints": [],
+        "path_prefixes": ["docs/api/", "docs/"],
+        "prefer_path_prefixes": ["docs/api/", "docs/"],
+        "prefer_like_patterns": ["%/x%"],
+    }
     summary_route = route(SUMMARY, endpoint_paths=["/x"])
-    general_route = route(GENERAL, endpoint_paths=["/x"])
-    assert builder.general_filters(summary_route) == resolve_plan(general_route).filters.seed_dict()
-    assert builder.summary_filters(summary_route) == resolve_plan(summary_route).filters.seed_dict()
+
+    assert builder.general_filters(summary_route) == general
+    assert builder.summary_filters(summary_route) == api_summary
     assert builder.find_files_filters(summary_route)["path_prefixes"] == ["docs/api/", "docs/"]
+    assert resolve_plan(route(GENERAL, endpoint_paths=["/x"])).filters.seed_dict() == general
+    assert resolve_plan(summary_route).filters.seed_dict() == api_summary
 
 
 # --- §12 invariants ---------------------------------------------------------------------------

@@ -1,0 +1,59 @@
+"""Issue 14 faults through the CLI: pools closed after a command, a stopped database, a deleted session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import graph.cli as cli
+from stores.database import Database
+
+
+@pytest.fixture
+def cli_on_test_db(monkeypatch: pytest.MonkeyPatch, pg_url: str, tmp_path: Path) -> None:
+    from graph.settings import get_settings
+
+    monkeypatch.setenv("DATABASE_URL", pg_url)
+    monkeypatch.setenv("LOTSMAN_DATA_DIR", str(tmp_path / "data"))
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def opened_pools(monkeypatch: pytest.MonkeyPatch) -> list[Database]:
+    """Every `Database` the command opens, to check that it was closed before `main` returned."""
+    opened: list[Database] = []
+    original = Database.__init__
+
+    def tracking_init(self: Database, *args, **kwargs) -> None:
+        original(self, *args, **kwargs)
+        opened.append(self)
+
+    monkeypatch.setattr(Database, "__init__", tracking_init)
+    return opened
+
+
+@pytest.mark.usefixtures("cli_on_test_db")
+@pytest.mark.parametrize("command", [
+    ["ask", "Как настроить CORS?"], ["retrieve", "Как настроить CORS?"], ["index", "{corpus}"], ["sessions"],
+], ids=["ask", "retrieve", "index", "sessions"])
+def test_commands_close_their_connection_pools(command: list[str], opened_pools: list[Database], db: Database,
+                                               tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Item 3: a pool left to `__del__` can print `RuntimeError: cannot join current thread` after exit 0."""
+    from stores.embedders import make_embedder
+    from stores.indexing.service import index_repository
+
+    corpus = tmp_path / "corpus"
+    (corpus / "docs").mkdir(parents=True)
+    (corpus / "docs" / "cors.md").write_text("# CORS\n\nCORS настраивается через CORSMiddleware.\n")
+    session = f"pools-{tmp_path.name[-12:]}"
+    index_repository(db, corpus, session_name=session, embedder=make_embedder("fake"))
+
+    argv = [arg.replace("{corpus}", str(corpus)) for arg in command]
+    if command[0] != "sessions":
+        argv += ["--session", session]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert opened_pools, "the command opened no database"
+    assert all(d.pool.closed for d in opened_pools), "a connection pool was left to the garbage collector"

@@ -1,0 +1,27 @@
+"""Item 4 of issue 14: every entry point treats NUL bytes in a question the same way (removed)."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from graph.nodes import split_conversation
+
+from graph.cli_commands import clean_question
+from stores.errors import InvalidQuestionError
+
+
+@pytest.mark.parametrize(("raw", "clean"), [("a\x00b", "ab"), ("  вопрос\x00 ", "вопрос"), ("\x00x\x00", "x")])
+def test_cli_removes_nul(raw: str, clean: str) -> None:
+    assert clean_question(raw) == clean
+
+
+@pytest.mark.parametrize("raw", ["", "  ", "\x00", "\x00 \x00"])
+def test_cli_rejects_what_is_empty_without_nul(raw: str) -> None:
+    with pytest.raises(InvalidQuestionError):
+        clean_question(raw)
+
+
+def test_graph_input_removes_nul_like_the_cli() -> None:
+    question, history = split_conversation([HumanMessage("a\x00b"), AIMessage("ok"), HumanMessage(" c\x00d ")])
+    assert question == clean_question(" c\x00d ") == "cd"
+    assert history[0]["role"] == "user"
