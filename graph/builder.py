@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import psycopg
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy
 
@@ -46,4 +48,18 @@ def build_graph(deps: GraphDeps | None = None, *, checkpointer: Any = None, name
                                   ["context_analysis", "answer_composition"])
     builder.add_edge("context_analysis", "answer_composition")
     builder.add_edge("answer_composition", END)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    return builder.compile(checkpointer=strict_checkpointer(checkpointer), name=name)
+
+
+def strict_checkpointer(checkpointer: Any) -> Any:
+    """A copy of `checkpointer` that deserializes only the types our state declares (and LangChain's
+    messages): the state holds the stages' pydantic models, which LangGraph's default serializer would
+    load from any module with a warning per type (and will refuse in a later release)."""
+    if checkpointer is None or isinstance(checkpointer, bool) or not hasattr(checkpointer, "serde"):
+        return checkpointer
+    from langgraph._internal._serde import build_serde_allowlist  # langgraph is pinned < 2
+
+    allowed = build_serde_allowlist(schemas=[State, InputState, OutputState, Context])
+    clone = copy.copy(checkpointer)
+    clone.serde = JsonPlusSerializer(allowed_msgpack_modules=allowed)
+    return clone

@@ -146,7 +146,7 @@ async def test_unknown_session_fails_the_run_with_our_message(dev_server: DevSer
 
 
 @pytest.mark.parametrize(("context", "says"), [
-    ({"retriever": "nope"}, "retriever: Input should be 'full', 'vector' or 'bm25'"),
+    ({"retriever": "bm25"}, "retriever: Extra inputs are not permitted"),
     ({"top_k": -3}, "top_k: Input should be greater than or equal to 1"),
     ({"top_k": "lots"}, "top_k: Input should be a valid integer"),
     ({"rag_session_id": 12345}, "rag_session_id: Input should be a valid string"),
