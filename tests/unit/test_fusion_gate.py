@@ -134,3 +134,30 @@ def test_tests_are_demoted_unless_asked_about() -> None:
     rows = fuse({"semantic": [row("t", "tests/test_a.py"), row("s", "stores/a.py")]})
     assert [r.path for r in demote_tests(rows)] == ["stores/a.py", "tests/test_a.py"]
     assert mentions_tests("Как тестировать зависимости?") and not mentions_tests("Как настроить CORS?")
+
+
+def test_cross_lingual_requests_are_judged_by_similarity_not_by_stems() -> None:
+    """A Russian question over English evidence shares no stems with it: similarity decides."""
+    from nodes.context_retrieval.gate import GateSignals, GateThresholds, decide
+
+    t = GateThresholds()
+    russian_over_english = GateSignals(rows=5, coverage=0.0, best_similarity=t.cross_similarity_pass + 0.05,
+                                       cross_lingual=True, has_terms=True)
+    assert decide(russian_over_english, t).passed
+    far = GateSignals(rows=5, coverage=0.2, best_similarity=t.cross_similarity_pass - 0.05, cross_lingual=True,
+                      has_terms=True)
+    assert not decide(far, t).passed and decide(far, t).reason.startswith("cross-lingual")
+    same_language = GateSignals(rows=5, coverage=0.0, best_similarity=t.cross_similarity_pass + 0.05,
+                                has_terms=True)
+    assert not decide(same_language, t).passed  # in one language, uncovered key terms mean "not here"
+
+
+def test_cross_lingual_is_read_from_the_request_and_the_evidence() -> None:
+    from nodes.context_retrieval.gate import gate_signals
+    from nodes.evidence import EvidenceRow
+
+    english = [EvidenceRow(id="1", path="pkg/core.py", layer="C0_SOURCE_CHUNKS", content="def prompt(text): ...")]
+    russian = [EvidenceRow(id="2", path="docs/a.md", layer="D0_DOC_CHUNKS", content="Как настроить приложение")]
+    assert gate_signals(english, ["подсказка"], query="Как работает подсказка?").cross_lingual
+    assert not gate_signals(russian, ["настроить"], query="Как настроить?").cross_lingual
+    assert gate_signals(russian, ["configure"], query="How to configure it?").cross_lingual
