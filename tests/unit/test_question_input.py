@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
-from graph.nodes import split_conversation
 
 from graph.cli_commands import clean_question
+from graph.nodes import split_conversation
 from stores.errors import InvalidQuestionError
 
 
