@@ -18,6 +18,7 @@ DEFAULT_LANE_WEIGHTS: Mapping[str, float] = {
     "semantic": 1.25,   # the lexical signal also reaches the fusion through "ranked" (its lexical_rank)
     "lexical": 0.75,
     "ranked": 0.6,      # seed 001's lexicographic ordering (prefer_bonus first)
+    "code_semantic": 1.25,  # as much as prose's semantic lane: code and prose compete on equal terms
     "landing": 1.0,     # README/index and the package __init__ for overview questions
     "bridge_code": 0.8,  # definitions of identifiers the top prose names
     "bridge_docs": 0.8,  # prose naming the top definitions
