@@ -9,6 +9,7 @@ overview questions get the landing pages (root README/index, top-level package `
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -67,3 +68,20 @@ def translate_prefixes(prefixes: Sequence[str], layout: RepoLayout | None) -> li
     if present:
         return present
     return [] if "" in layout.doc_roots else list(layout.doc_roots)
+
+
+_SELF_REFERENCE = re.compile(
+    r"\b(?:this|the)\s+(?:library|package|project|tool|framework|repo(?:sitory)?|codebase)\b"
+    r"|\bэт(?:от|а|о|ой|ого|ом|у|им)\s+(?:библиотек|пакет|проект|инструмент|фреймворк|репозитори)\w*"
+    r"|\bчто\s+(?:это\s+)?за\s+(?:библиотек|пакет|проект|инструмент|фреймворк)\w*",
+    re.IGNORECASE,
+)
+
+
+def about_the_project(query: str, layout: RepoLayout | None) -> bool:
+    """The request asks about the repository itself: it names a top-level package or says "this library",
+    «этот проект», «что это за библиотека» — the landing pages answer it."""
+    if _SELF_REFERENCE.search(query):
+        return True
+    words = {w.lower() for w in re.findall(r"[\w-]+", query)}
+    return bool(layout and words & set(layout.packages))

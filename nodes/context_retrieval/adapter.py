@@ -28,7 +28,7 @@ from nodes.context_retrieval.merge import (
     rank_rows,
 )
 from nodes.context_retrieval.relax import RelaxStep, next_step, relax_plan
-from nodes.layout import RepoLayout, translate_prefixes
+from nodes.layout import RepoLayout, about_the_project, translate_prefixes
 from nodes.retrieval_policy import CodePlan, RetrievalPlan, RetrievalProfile
 from nodes.terms import key_terms
 from stores.layers import Layer
@@ -172,6 +172,8 @@ class RetrievalAdapter:
             query=query, key_terms=list(gate_terms) if gate_terms is not None else key_terms(query, terms),
             file_names=file_names, code_plan=code_plan, plan_limit=plan.limit, top_k=top_k, token_cap=token_cap,
             lane_weights=self.lane_weights, gate=self.gate, plain=lanes_enabled is not None,
+            overview=plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY
+            and about_the_project(query, self.layout),
         )
         if self.bridge and lanes_enabled is None:
             self._bridge(session, gathered, spec)

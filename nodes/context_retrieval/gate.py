@@ -94,6 +94,8 @@ class GateSignals:
     named_file_found: bool = False
     absent_names: tuple[str, ...] = ()
     has_terms: bool = False
+    overview: bool = False
+    """An overview question about the repository itself with its landing pages in the evidence."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,8 @@ CROSS_LINGUAL_SHARE = 0.25
 
 
 def gate_signals(rows: Sequence[EvidenceRow], terms: Sequence[str], *, query: str = "",
-                 absent_names: Sequence[str] = (), named_files: Sequence[str] = ()) -> GateSignals:
+                 absent_names: Sequence[str] = (), named_files: Sequence[str] = (),
+                 overview: bool = False) -> GateSignals:
     """Measure the fused rows against the request (pure)."""
     if not rows:
         return GateSignals(absent_names=tuple(absent_names), has_terms=bool(terms))
@@ -140,6 +143,7 @@ def gate_signals(rows: Sequence[EvidenceRow], terms: Sequence[str], *, query: st
         cross_lingual=bool(query.strip()) and evidence_ru != query_ru,
         named_file_found=bool(wanted) and any(r.path.lower().endswith(f) for r in top for f in wanted),
         absent_names=tuple(absent_names), has_terms=bool(terms),
+        overview=overview and any("landing" in r.lanes for r in top),
     )
 
 
@@ -156,6 +160,8 @@ def decide(signals: GateSignals, t: GateThresholds) -> GateDecision:
         return verdict(True, "the file the user named")
     if signals.absent_names:
         return verdict(False, f"not in the index: {', '.join(signals.absent_names)}")
+    if signals.overview:
+        return verdict(True, "about the repository itself: its landing pages")
     if signals.cross_lingual:  # stems of one language cannot cover the other's: similarity must speak
         if signals.has_terms and cov >= t.cross_coverage_pass:
             return verdict(True, f"cross-lingual, key terms covered ({cov:.2f})")
@@ -170,8 +176,8 @@ def decide(signals: GateSignals, t: GateThresholds) -> GateDecision:
 
 
 def relevance_gate(rows: Sequence[EvidenceRow], terms: Sequence[str], *, thresholds: GateThresholds | None = None,
-                   query: str = "", absent_names: Sequence[str] = (),
-                   named_files: Sequence[str] = ()) -> GateDecision:
+                   query: str = "", absent_names: Sequence[str] = (), named_files: Sequence[str] = (),
+                   overview: bool = False) -> GateDecision:
     """Decide whether the fused rows answer anything.
 
     Args:
@@ -182,8 +188,10 @@ def relevance_gate(rows: Sequence[EvidenceRow], terms: Sequence[str], *, thresho
         absent_names: names from the request (`named_terms`) that occur nowhere in the index.
         named_files: file names the user wrote; finding one passes the gate (hints derived from aliases
             do not: an alias match alone says little about whether the question is answerable).
+        overview: the request asks about the repository itself (`nodes.layout.about_the_project`).
     """
-    signals = gate_signals(rows, terms, query=query, absent_names=absent_names, named_files=named_files)
+    signals = gate_signals(rows, terms, query=query, absent_names=absent_names, named_files=named_files,
+                           overview=overview)
     return decide(signals, thresholds or GateThresholds())
 
 

@@ -58,6 +58,8 @@ class MergeSpec:
     token_cap: int = 4096
     lane_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_LANE_WEIGHTS))
     gate: GateThresholds = field(default_factory=GateThresholds)
+    overview: bool = False
+    """The request asks about the repository itself (its landing pages answer it)."""
     plain: bool = False
     """The plain baselines stay plain: no test demotion, no file diversity, no reserved slot."""
 
@@ -142,7 +144,7 @@ def merge_lanes(gathered: GatheredLanes, spec: MergeSpec) -> RetrievalResult:
     ranked = rank_rows(gathered.lanes, spec)
     absent = gathered.absent_names if ranked else []
     decision = relevance_gate(ranked, list(spec.key_terms), thresholds=spec.gate, query=spec.query,
-                              absent_names=absent, named_files=spec.file_names)
+                              absent_names=absent, named_files=spec.file_names, overview=spec.overview)
     rows = apply_token_cap(ranked[: max(spec.top_k, spec.plan_limit)], spec.token_cap)
     return RetrievalResult(rows=rows, relevant=decision.passed, gate=decision,
                            lane_sizes={k: len(v) for k, v in gathered.lanes.items()},
