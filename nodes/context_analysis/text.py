@@ -18,6 +18,7 @@ _DISTINCTIVE = re.compile(r"`[^`]+`|\d|=|" + _CODE_TOKEN.pattern)
 _MARKUP = re.compile(r"^(?:#{1,6}\s+|[*+-]\s+|>\s*|\d+[.)]\s+)+")
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 _CYRILLIC = re.compile(r"[а-яё]", re.I)
+_DOC_TAG = re.compile(r"<(/?\s*(?:documents?|passages?)\b)", re.I)
 
 
 def stem(word: str) -> str:
@@ -89,3 +90,8 @@ def detect_language(text: str) -> Language:
 def strip_markup(line: str) -> str:
     """`line` without leading markdown (heading hashes, list markers, quote marks): noise in a quote."""
     return _MARKUP.sub("", line)
+
+
+def fence_content(content: str) -> str:
+    """Neutralise `<document>` / `<passage>` tags inside evidence so it cannot close its fence."""
+    return _DOC_TAG.sub(r"&lt;\1", content)
