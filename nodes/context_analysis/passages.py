@@ -158,11 +158,21 @@ def docs_candidates(row: EvidenceRow) -> list[Candidate]:
         text, start, end = block_text(layout, b, b)
         if not text.strip() or (block.kind != "code" and _is_link_list(text)):
             continue
-        if block.kind == "code" and end - start + 1 > MAX_PASSAGE_LINES:
-            text, end = "\n".join(text.split("\n")[:MAX_PASSAGE_LINES]), start + MAX_PASSAGE_LINES - 1
+        if len(text) > MAX_PASSAGE_CHARS or end - start + 1 > MAX_PASSAGE_LINES:
+            text, end = _head_lines(text, start)
         out.append(Candidate(row=row, kind=block.kind, text=text, start_line=start, end_line=end,
                              heading=block.heading, layout=layout, block=b))
     return out
+
+
+def _head_lines(text: str, start: int) -> tuple[str, int]:
+    """The first lines of a long block within the passage limits (at least one line)."""
+    kept: list[str] = []
+    for line in text.split("\n")[:MAX_PASSAGE_LINES]:
+        if kept and sum(len(k) + 1 for k in kept) + len(line) > MAX_PASSAGE_CHARS:
+            break
+        kept.append(line)
+    return "\n".join(kept), start + len(kept) - 1
 
 
 # --- code -----------------------------------------------------------------------------------------------
