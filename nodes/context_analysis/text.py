@@ -12,6 +12,7 @@ STEM_CHARS = 5
 """Same folding as the eval's key-fact rule: the first 5 letters absorb Russian inflection."""
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # Identifiers (snake_case, dotted, camelCase, PascalCase, CORSMiddleware), options and paths.
 _CODE_TOKEN = re.compile(r"[\w.]*[_.][\w.]*\w|[A-Za-z]*[a-z][A-Z]\w*|\b[A-Z]{2,}[a-z]\w*|--[\w-]+|/[\w{}/-]+")
 _DISTINCTIVE = re.compile(r"`[^`]+`|\d|=|" + _CODE_TOKEN.pattern)
@@ -26,12 +27,16 @@ def stem(word: str) -> str:
 
 
 def stems_of(text: str) -> set[str]:
-    """Stems of the words of `text`, and of the parts of snake_case words (`max_age` → `max`, `age`)."""
+    """Stems of the words of `text`, and of the parts of snake_case and CamelCase words (`max_age` →
+    `max`, `age`; `CORSMiddleware` → `cors`, `middl`)."""
     out: set[str] = set()
-    for word in _WORD.findall(text.lower()):
-        out.add(word[:STEM_CHARS])
+    for word in _WORD.findall(text):
+        lower = word.lower()
+        out.add(lower[:STEM_CHARS])
         if "_" in word.strip("_"):
-            out.update(part[:STEM_CHARS] for part in word.split("_") if part)
+            out.update(part[:STEM_CHARS] for part in lower.split("_") if part)
+        if _CAMEL.search(word):
+            out.update(part.lower()[:STEM_CHARS] for part in _CAMEL.split(word.replace("_", "")) if len(part) >= 3)
     return out
 
 
