@@ -34,7 +34,7 @@ from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult
 
 MAX_SUPPORTING = 2
-SUPPORT_RATIO = 0.4
+SUPPORT_RATIO = 0.25
 """A supporting passage scores at least this share of the lead's: weaker ones are noise, not support."""
 MAX_PASSAGES = 6
 """Passages handed to the LLM (and to its analysis): the lead, the support, then the next best."""

@@ -169,9 +169,10 @@ def score_candidates(candidates: Sequence[Candidate], file_rank: dict[str, int],
     parts = []
     for c in candidates:
         terms, found = term_share(c.text, q)
-        names = identifier_use(c.text, q) if c.kind == "source" else identifier_share(c.text, q)
+        code = c.kind == "source" or c.kind.startswith("C")  # a definition, or a symbol/entrypoint card
+        names = identifier_use(c.text, q) if code else identifier_share(c.text, q)
         features = {"terms": terms, "identifiers": names,
-                    "heading": name_match(c.heading, q) if c.kind == "source" else heading_share(c.heading, q)}
+                    "heading": name_match(c.heading, q) if code else heading_share(c.heading, q)}
         weight = _kind_factor(c) * file_weight(file_rank.get(c.row.path, len(file_rank) + 1))
         lexical = weight * sum(LEXICAL_ONLY[k] * v for k, v in features.items())
         parts.append((c, features, weight, found, lexical))
