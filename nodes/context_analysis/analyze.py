@@ -12,6 +12,7 @@ from nodes.context_analysis.passages import (
     MAX_PASSAGE_LINES,
     Candidate,
     block_text,
+    fold_identifier,
     row_candidates,
 )
 from nodes.context_analysis.scoring import (
@@ -146,6 +147,10 @@ def choose_passages(scored: Sequence[Scored], q: Question) -> tuple[list[Span], 
     chosen: list[Span] = []
     pool: list[Span] = []
     covered: set[str] = set()
+    # A support must add a term that discriminates: `fastapi` in every FastAPI page adds nothing.
+    mean = sum(q.idf.values()) / len(q.idf) if q.idf else 0.0
+    weak = {q.stems[t] for t, w in q.idf.items() if w < mean} | {
+        fold_identifier(t) for t, w in q.idf.items() if w < mean}
     for item in scored:
         if item.score <= 0 or len(pool) >= MAX_PASSAGES:
             break
@@ -158,7 +163,7 @@ def choose_passages(scored: Sequence[Scored], q: Question) -> tuple[list[Span], 
             chosen.append(span)
             covered = topic
         elif (len(chosen) <= MAX_SUPPORTING and item.score >= SUPPORT_RATIO * chosen[0].score
-              and topic - covered):
+              and topic - covered - weak):
             chosen.append(span)
             covered |= topic
     return chosen, pool
@@ -219,7 +224,8 @@ def question_of(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow])
     soft = soft_terms(request, terms)
     stems = term_stems([*terms, *soft])
     idf = idf_weights(stems, [f"{r.title} {r.content}" for r in rows])
-    idf = {t: w * SOFT_WEIGHT if t in soft else w for t, w in idf.items()}
+    # Soft words and generic verbs (`настроить`, `use`) say what to do, not what it is about: they weigh less.
+    idf = {t: w * SOFT_WEIGHT if t in soft or is_generic_term(t) else w for t, w in idf.items()}
     return Question(text=request, stems=stems, idf=idf, identifiers=question_identifiers(request, terms),
                     soft=frozenset(soft))
 
@@ -256,9 +262,12 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
     exact = [row for row in rows if "exact" in row.lanes]
     for row in exact:
         if len(spans) <= MAX_SUPPORTING and not any(s.path == row.path for s in spans):
-            opening = lead_span(row)  # the user named this file: show how it opens even without a hit
-            spans.append(opening)
-            pool.append(opening)
+            # The user named this file: show its best passage, or how it opens when nothing in it matched.
+            shown = next((p for p in pool if p.path == row.path), None)
+            if shown is None:
+                shown = lead_span(row)
+                pool.append(shown)
+            spans.append(shown)
     best: dict[str, Span] = {}
     for item in scored:
         if item.candidate.row.path not in best:

@@ -106,5 +106,5 @@ def lead_span(row: EvidenceRow) -> Span:
             text = trim("\n".join(line.text for line in run), {})
             return Span(path=row.path, start_line=first.number, end_line=run[-1].number, text=text,
                         row_id=row.id, layer=row.layer, code=first.code)
-    return Span(path=row.path, start_line=row.span_start, end_line=row.span_end, text=row_text(row),
+    return Span(path=row.path, start_line=row.span_start, end_line=row.span_end, text=quotable_text(row),
                 row_id=row.id, layer=row.layer)
