@@ -12,7 +12,6 @@ from nodes.context_analysis.passages import (
     MAX_PASSAGE_LINES,
     Candidate,
     block_text,
-    fold_identifier,
     row_candidates,
 )
 from nodes.context_analysis.scoring import (
@@ -147,10 +146,6 @@ def choose_passages(scored: Sequence[Scored], q: Question) -> tuple[list[Span], 
     chosen: list[Span] = []
     pool: list[Span] = []
     covered: set[str] = set()
-    # A support must add a term that discriminates: `fastapi` in every FastAPI page adds nothing.
-    mean = sum(q.idf.values()) / len(q.idf) if q.idf else 0.0
-    weak = {q.stems[t] for t, w in q.idf.items() if w < mean} | {
-        fold_identifier(t) for t, w in q.idf.items() if w < mean}
     for item in scored:
         if item.score <= 0 or len(pool) >= MAX_PASSAGES:
             break
@@ -163,7 +158,7 @@ def choose_passages(scored: Sequence[Scored], q: Question) -> tuple[list[Span], 
             chosen.append(span)
             covered = topic
         elif (len(chosen) <= MAX_SUPPORTING and item.score >= SUPPORT_RATIO * chosen[0].score
-              and topic - covered - weak):
+              and topic - covered):
             chosen.append(span)
             covered |= topic
     return chosen, pool
