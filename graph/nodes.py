@@ -22,7 +22,7 @@ from graph.deps import GraphDeps, SessionBundle
 from graph.errors import surface_errors
 from graph.state import RetrievalReport, State
 from nodes.answer_composition import compose_extractive, compose_with_llm
-from nodes.context_analysis import Analysis, analyze
+from nodes.context_analysis import Analysis, analyze, analyze_with_llm
 from nodes.conversation_understanding import StandaloneRequest, rewrite_with_llm, standalone_request
 from nodes.intent_routing import IntentRouter, RouteResult
 from nodes.retrieval_policy import resolve_code_plan, resolve_plan
@@ -148,15 +148,26 @@ def route_after_retrieval(state: State) -> str:
 
 def _analyze(state: State, relevant: bool) -> Analysis:
     request = state["request"]
+    report = state.get("retrieval")
+    overview = bool(report is not None and report.signals.get("overview"))
     return analyze(request.text, request.key_terms, state.get("evidence") or [], relevant,
-                   state.get("route_result"), question=request.question)
+                   state.get("route_result"), question=request.question, overview=overview)
 
 
 def context_analysis(deps: GraphDeps) -> Node:
+    """Deterministic passage selection; with a chat model, the model chooses and orders the same passages
+    and judges sufficiency (any failure keeps the deterministic analysis)."""
+
     @timed("context_analysis")
     async def node(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         report = state.get("retrieval")
-        return {"analysis": _analyze(state, report is not None and report.relevant)}
+        analysis = _analyze(state, report is not None and report.relevant)
+        if deps.chat_model is not None and runtime.context.use_llm and analysis.passages:
+            chosen = await analyze_with_llm(deps.chat_model, state["request"].text, analysis,
+                                            state.get("evidence") or [], state.get("route_result"),
+                                            runtime.context.llm_timeout_s)
+            analysis = chosen or analysis
+        return {"analysis": analysis}
 
     return node
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 DOC_SUFFIXES = (".md", ".markdown")
 LANDING_DOC_NAMES = ("readme", "index", "overview", "introduction", "intro")
 MAX_LANDING = 4
+MAX_OVERVIEW_TOPICS = 2
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,15 @@ _SELF_REFERENCE = re.compile(
     r"|\bчто\s+(?:это\s+)?за\s+(?:библиотек|пакет|проект|инструмент|фреймворк)\w*",
     re.IGNORECASE,
 )
+
+
+def overview_request(query: str, topic_terms: Sequence[str], layout: RepoLayout | None) -> bool:
+    """An overview question: about the repository itself and about nothing narrower (at most two topic
+    words besides the package's name) — "What is atlas and who is it for?", not "What exit code does a
+    click program return on a usage error?"."""
+    packages = set(layout.packages) if layout else set()
+    narrower = [t for t in topic_terms if t.lower() not in packages]
+    return about_the_project(query, layout) and len(narrower) <= MAX_OVERVIEW_TOPICS
 
 
 def about_the_project(query: str, layout: RepoLayout | None) -> bool:

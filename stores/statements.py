@@ -17,8 +17,9 @@ from psycopg import sql
 from stores.layers import Layer
 
 TEST_PATH_PATTERNS = ("tests/%", "%/tests/%", "test/%", "%/test/%", "%/test\\_%", "test\\_%", "%\\_test.py",
-                      "%conftest.py")
-"""Paths that count as tests for `prefer_non_tests` (already LIKE-escaped)."""
+                      "%conftest.py", "fixtures/%", "%/fixtures/%", "%\\_pb2.py", "%/generated/%")
+"""Paths that count as tests for `prefer_non_tests` (already LIKE-escaped): tests, their fixtures, and
+generated code (protobuf modules, `generated/` folders) — none of them is where a user's answer lives."""
 
 DEFAULT_LAYER_ORDER = [layer.value for layer in Layer]
 

@@ -1,4 +1,4 @@
-"""Extractive answers (no LLM): quoted spans with citations, FIND_FILES lists, honest "not found"."""
+"""Extractive answers (no LLM): one quoted lead passage, ≤ 2 supporting ones, FIND_FILES lists, "not found"."""
 
 from __future__ import annotations
 
@@ -8,28 +8,30 @@ from nodes.answer_composition.models import Answer, Citation
 from nodes.context_analysis import Analysis, FileEvidence, Span, strip_markup
 from nodes.intent_routing.models import RouteResult, Subintent
 
-MAX_QUOTES = 8
 MAX_FILES = 5
 MAX_NEAREST = 5
-FIND_FILES_EXTRA_QUOTES = 2
-"""Further quotes under each of the first files of a FIND_FILES list: they show *why* the file fits."""
-FIND_FILES_QUOTED_FILES = 3
+SUPPORT_CHARS = 320
+"""A supporting passage is cut (at a line) to this length: it adds a fact, it does not retell a page."""
 
 # Heading anchors of translated docs (`## Заголовок { #heading-id }`): ids, not words for a reader.
 _ANCHOR = re.compile(r"\s*\{\s*#[\w-]+\s*\}")
 
 TEMPLATES = {
     "ru": {
-        "lead": "Вот что сказано об этом в проиндексированных материалах (главный источник — `{path}`):",
-        "sources": "Источники:",
+        "lead": "Ответ — в `{path}`{where}:",
+        "section": ", раздел «{section}»",
+        "definition": ", определение `{name}`",
+        "support": "Дополняют:",
         "find_lead": "Файлы, где это описано (сначала самые подходящие):",
         "not_found": "В проиндексированных материалах нет ответа на этот вопрос.",
         "nearest": "Ближайшие по теме файлы (ответа в них не нашлось):",
         "conflicts": "Обратите внимание: источники расходятся — {notes}.",
     },
     "en": {
-        "lead": "Here is what the indexed material says about it (main source: `{path}`):",
-        "sources": "Sources:",
+        "lead": "The answer is in `{path}`{where}:",
+        "section": ", section “{section}”",
+        "definition": ", definition `{name}`",
+        "support": "See also:",
         "find_lead": "Files that cover this, most relevant first:",
         "not_found": "The indexed material does not answer this question.",
         "nearest": "Nearest files (they do not contain the answer):",
@@ -42,26 +44,49 @@ def _cite(item: Span | FileEvidence) -> Citation:
     return Citation(path=item.path, start_line=item.start_line, end_line=item.end_line)
 
 
-def _quote(span: Span) -> str:
-    """One bullet: prose on one line, code as an indented fenced block; the citation closes it."""
-    cite = f"[{_cite(span)}]"
-    if span.code and "\n" in span.text.strip():
-        lines = span.text.strip("\n").split("\n")
-        indent = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
-        body = "\n".join(f"  {line[indent:]}".rstrip() for line in lines)
-        return f"- {cite}\n  ```\n{body}\n  ```"
-    text = " ".join(span.text.split()) if span.code else _prose(span.text)
-    if span.code and "`" not in text:
-        text = f"`{text}`"
-    section = _prose(span.section)
-    if section and section.lower() not in text.lower():
-        # The section a line sits in often names the thing the line describes ("GZipMiddleware").
-        text = f"«{section}»: {text}"
-    return f"- {text} {cite}"
-
-
 def _prose(text: str) -> str:
     return _ANCHOR.sub("", strip_markup(" ".join(text.split())))
+
+
+def _clip(span: Span, limit: int) -> tuple[str, Citation]:
+    """The span's text cut after the last whole line within `limit` characters, with its citation."""
+    lines = span.text.split("\n")
+    aligned = span.end_line - span.start_line + 1 == len(lines)
+    if len(span.text) <= limit or not aligned or len(lines) == 1:
+        return span.text.strip("\n"), _cite(span)
+    kept: list[str] = []
+    for line in lines:
+        if kept and sum(len(k) + 1 for k in kept) + len(line) > limit:
+            break
+        kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    end = span.start_line + len(kept) - 1
+    return "\n".join(kept), Citation(path=span.path, start_line=span.start_line, end_line=end)
+
+
+def _block(span: Span, limit: int | None = None) -> tuple[str, Citation]:
+    """A passage as a reader sees it: code fenced, prose as a quote, the citation on the last line."""
+    text, cite = _clip(span, limit) if limit else (span.text.strip("\n"), _cite(span))
+    lines = text.split("\n")
+    if span.code:
+        indent = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
+        body = "\n".join(line[indent:].rstrip() for line in lines if not line.strip().startswith("```"))
+        lang = "python" if span.path.endswith((".py", ".pyi")) else ""
+        return f"```{lang}\n{body}\n```\n[{cite}]", cite
+    if "\n" not in text.strip():
+        return f"> {_prose(text)} [{cite}]", cite
+    quoted = "\n".join(f"> {_ANCHOR.sub('', line.rstrip())}".rstrip() for line in lines)
+    return f"{quoted}\n[{cite}]", cite
+
+
+def _where(span: Span, words: dict[str, str]) -> str:
+    section = _prose(span.section)
+    if not section:
+        return ""
+    if span.kind == "source":
+        return words["definition"].format(name=section)
+    return words["section"].format(section=section)
 
 
 def _title_line(file: FileEvidence) -> str:
@@ -87,31 +112,29 @@ def _find_files(analysis: Analysis) -> Answer:
         about = f"{file.title}: {reason}" if file.title and file.title != reason else reason
         lines.append(f"{i}. `{file.path}` — {about} [{cite}]")
         cites.append(cite)
-        if i > FIND_FILES_QUOTED_FILES:
-            continue
-        extra = [s for s in analysis.spans if s.path == file.path and _cite(s) != cite and s.terms
-                 and not (s.text.startswith("#") and not s.code)]  # a heading proves little
-        for span in sorted(extra, key=lambda s: -s.score)[:FIND_FILES_EXTRA_QUOTES]:
-            lines.append("   " + _quote(span).replace("\n", "\n   "))
-            cites.append(_cite(span))
     text = words["find_lead"] + "\n" + "\n".join(lines)
     return Answer(text=text, citations=list(dict.fromkeys(cites)), mode="find_files")
 
 
 def _summary(analysis: Analysis) -> Answer:
     words = TEMPLATES[analysis.language]
-    best = sorted(analysis.spans, key=lambda s: -s.score)[:MAX_QUOTES]
-    quotes = [s for s in analysis.spans if s in best]  # the best quotes, shown in rank order
-    top = quotes[0].path if quotes else analysis.files[0].path
-    parts = [words["lead"].format(path=top), "\n".join(_quote(s) for s in quotes)]
+    lead, *support = analysis.spans
+    block, cite = _block(lead)
+    parts = [words["lead"].format(path=lead.path, where=_where(lead, words)), block]
+    cites = [cite]
+    if support:
+        items = []
+        for span in support:
+            text, cite = _block(span, SUPPORT_CHARS)
+            section = _prose(span.section)
+            label = f"`{span.path}`" + (f" — «{section}»" if section and analysis.language == "ru" else
+                                        f" — “{section}”" if section else "")
+            items.append(f"{label}:\n{text}")
+            cites.append(cite)
+        parts.append(words["support"] + "\n\n" + "\n\n".join(items))
     if analysis.conflicts:
         parts.append(words["conflicts"].format(notes="; ".join(analysis.conflicts)))
-    titles = {f.path: f for f in analysis.files}
-    paths = list(dict.fromkeys(s.path for s in quotes))
-    sources = "\n".join(_title_line(titles[p]) if p in titles else f"- `{p}`" for p in paths)
-    parts.append(f"{words['sources']}\n{sources}")
-    cites = list(dict.fromkeys(_cite(s) for s in quotes))
-    return Answer(text="\n\n".join(parts), citations=cites, mode="extractive")
+    return Answer(text="\n\n".join(parts), citations=list(dict.fromkeys(cites)), mode="extractive")
 
 
 def compose_extractive(request: str, analysis: Analysis, route: RouteResult | None) -> Answer:
@@ -120,14 +143,15 @@ def compose_extractive(request: str, analysis: Analysis, route: RouteResult | No
     Args:
         request: The standalone request (unused: its language and terms are already in `analysis`;
             kept so both composers share one call shape).
-        analysis: Output of `context_analysis.analyze`.
+        analysis: Output of `context_analysis.analyze` (or `analyze_with_llm`).
         route: The router's result; `subintent == "FIND_FILES"` gives a ranked file list.
 
     Returns:
         Not enough evidence: a plain "not found" plus the nearest files, `abstained=True`, no citations.
-        FIND_FILES: a ranked list of files, each with a one-line reason and a citation. Otherwise a lead
-        sentence, up to MAX_QUOTES quoted spans each followed by its citation, and the sources.
-        Every citation is a span or file reason of the analysis, so it lies inside the evidence.
+        FIND_FILES: a ranked list of files, each with the one line that justifies it and its citation.
+        Otherwise the lead passage quoted as a block (code fenced) under a line naming its file and
+        section, then up to two supporting passages. Every citation is a passage or file reason of the
+        analysis, so it lies inside the evidence.
     """
     if not analysis.sufficient or not (analysis.spans or analysis.files):
         return _not_found(analysis)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,7 +11,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from nodes.answer_composition.citations import verify_citations
 from nodes.answer_composition.models import Answer
-from nodes.context_analysis import Analysis
+from nodes.context_analysis import Analysis, fence_content
+from nodes.context_analysis.llm import fence_passages
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult, Subintent
 
@@ -34,16 +34,25 @@ commands, short phrases.
 
 LANGUAGE_NAMES = {"ru": "Russian", "en": "English"}
 MAX_DOCUMENT_CHARS = 4000
-_DOC_TAG = re.compile(r"<(/?\s*documents?\b)", re.I)
 
 
 def _attr(value: str) -> str:
     return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def fence_content(content: str) -> str:
-    """Neutralise `<document ...>` / `</document>` tags inside evidence so it cannot close its fence."""
-    return _DOC_TAG.sub(r"&lt;\1", content)
+def _row_documents(rows: Sequence[EvidenceRow]) -> str:
+    docs = []
+    for n, row in enumerate(rows, start=1):
+        body = fence_content(row.content[:MAX_DOCUMENT_CHARS])
+        docs.append(f'<document path="{_attr(row.path)}" lines="{row.span_start}-{row.span_end}" n="{n}" '
+                    f'title="{_attr(row.title)}">\n{body}\n</document>')
+    return "\n".join(docs)
+
+
+def passage_rows(analysis: Analysis) -> list[EvidenceRow]:
+    """The analysis's passages as evidence rows: what the model was shown, so what it may cite."""
+    return [EvidenceRow(id=f"p{n}", path=s.path, layer=s.layer, content=s.text, span_start=s.start_line,
+                        span_end=s.end_line) for n, s in enumerate(analysis.passages, start=1)]
 
 
 def build_llm_messages(request: str, analysis: Analysis, rows: Sequence[EvidenceRow],
@@ -52,23 +61,21 @@ def build_llm_messages(request: str, analysis: Analysis, rows: Sequence[Evidence
 
     Args:
         request: The standalone request.
-        analysis: Output of `analyze` (its language and most relevant lines steer the model).
-        rows: The evidence, best first; each becomes one fenced `<document>`.
+        analysis: Output of `analyze` / `analyze_with_llm`: its passages are the documents, its chosen
+            passages are named as the most relevant, its language steers the answer.
+        rows: The evidence; shown whole only when the analysis has no passages.
         system_prompt: Override for ANSWER_PROMPT (must keep its `{language}` slot).
 
     Returns:
-        A system message with the rules, and a human message with the documents, the lines the
-        analysis found most relevant, and the question last.
+        A system message with the rules, and a human message with the numbered, fenced documents, the
+        most relevant ones, any conflicts, and the question last.
     """
-    docs = []
-    for row in rows:
-        body = fence_content(row.content[:MAX_DOCUMENT_CHARS])
-        docs.append(f'<document path="{_attr(row.path)}" lines="{row.span_start}-{row.span_end}" '
-                    f'title="{_attr(row.title)}">\n{body}\n</document>')
-    parts = ["<documents>\n" + "\n".join(docs) + "\n</documents>"]
-    if analysis.spans:
-        hints = ", ".join(dict.fromkeys(s.citation for s in analysis.spans))
-        parts.append(f"Most relevant lines: {hints}")
+    documents = fence_passages(analysis.passages) if analysis.passages else _row_documents(rows)
+    parts = ["<documents>\n" + documents + "\n</documents>"]
+    if analysis.spans and analysis.passages:
+        numbers = [str(analysis.passages.index(s) + 1) for s in analysis.spans if s in analysis.passages]
+        if numbers:
+            parts.append("Most relevant documents: n=" + ", n=".join(numbers))
     if analysis.conflicts:
         parts.append("The documents disagree on: " + "; ".join(analysis.conflicts) + " (mention it).")
     parts.append(f"Question: {request}")
@@ -99,7 +106,8 @@ async def compose_with_llm(model: BaseChatModel, request: str, analysis: Analysi
         model: Any LangChain chat model (GigaChat with `streaming=True` in production).
         request: The standalone request.
         analysis: Output of `analyze`.
-        rows: The evidence given to the model (citations are verified against it).
+        rows: The evidence (citations are verified against the passages the model was shown, or against
+            these rows when the analysis has none).
         route: The router's result.
         timeout_s: Wall-clock limit for the whole stream.
         system_prompt: ANSWER_PROMPT unless the run's context overrides it (keep its `{language}` slot).
@@ -122,7 +130,8 @@ async def compose_with_llm(model: BaseChatModel, request: str, analysis: Analysi
         # httpx.TransportError, HTTP status errors), wait_for raises TimeoutError, and a stream can break
         # half-way. Each has the same correct handling — the extractive answer — so none is propagated.
         return None
-    clean, citations, _removed = verify_citations(text, rows)
+    shown = passage_rows(analysis) or list(rows)
+    clean, citations, _removed = verify_citations(text, shown)
     if not clean or not citations:
         return None
     return Answer(text=clean, citations=citations, abstained=False, mode="llm")

@@ -1,4 +1,4 @@
-"""`analyze`: group evidence by file, pick the answering spans, judge sufficiency (pure)."""
+"""`analyze`: score candidate passages, choose one coherent lead and ≤ 2 supporting ones, judge sufficiency."""
 
 from __future__ import annotations
 
@@ -7,21 +7,45 @@ from collections.abc import Sequence
 
 from nodes.context_analysis.conflicts import find_conflicts
 from nodes.context_analysis.models import Analysis, FileEvidence, Span
-from nodes.context_analysis.spans import Scoring, candidate_spans, lead_span, row_text
+from nodes.context_analysis.passages import (
+    MAX_PASSAGE_CHARS,
+    MAX_PASSAGE_LINES,
+    Candidate,
+    block_text,
+    row_candidates,
+)
+from nodes.context_analysis.scoring import (
+    FUNCTION_WORDS,
+    SOFT_WEIGHT,
+    Embed,
+    Question,
+    Scored,
+    identifier_share,
+    question_identifiers,
+    score_candidates,
+    soft_terms,
+    term_share,
+)
+from nodes.context_analysis.spans import lead_span, row_text
 from nodes.context_analysis.text import detect_language, idf_weights, stems_of, strip_markup, term_stems
 from nodes.conversation_understanding import is_generic_term
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult
 from nodes.terms import key_terms
 
-MAX_SPANS = 8
-MAX_SPANS_PER_FILE = 3
-MAX_SPANS_FEW_FILES = 5
-"""Per-file cap when fewer than 3 files have answering spans: one good page should fill the answer."""
+MAX_SUPPORTING = 2
+SUPPORT_RATIO = 0.25
+"""A supporting passage scores at least this share of the lead's: weaker ones are noise, not support."""
+MAX_PASSAGES = 6
+"""Passages handed to the LLM (and to its analysis): the lead, the support, then the next best."""
+LEAD_MIN_CHARS = 240
+"""The lead grows over the next blocks of its section until it says this much (a sentence alone is a
+fragment; the paragraph and list after it usually carry the details)."""
 REASON_CHARS = 200
 
 # conversation_understanding appends carried terms as a trailing "(...)": not the user's own words.
 _CARRIED = re.compile(r"\s*\([^()]*\)\s*$")
+_GROWABLE = frozenset({"prose", "item", "table", "code"})
 
 
 def _route_terms(route: RouteResult | None) -> list[str]:
@@ -31,21 +55,128 @@ def _route_terms(route: RouteResult | None) -> list[str]:
     return [*route.target_terms, *anchors.entity_names, *anchors.endpoint_paths, *anchors.file_names]
 
 
-def _select(candidates: list[Span]) -> list[Span]:
-    """Best-scoring spans under the caps; a span inside an already quoted verbatim span adds nothing."""
-    picked: list[Span] = []
-    per_file: dict[str, int] = {}
-    cap = MAX_SPANS_PER_FILE if len({s.path for s in candidates}) >= 3 else MAX_SPANS_FEW_FILES
-    for span in sorted(candidates, key=lambda s: -s.score):
-        if len(picked) >= MAX_SPANS or per_file.get(span.path, 0) >= cap:
+def one_line(text: str) -> str:
+    """`text` on one line without leading markdown markers, cut to REASON_CHARS."""
+    line = strip_markup(" ".join(text.split()))
+    return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _grow(scored: Scored, q: Question, lead: bool) -> Span:
+    """The candidate's block grown into a coherent passage under the same heading.
+
+    A lead-in ending with ':' takes the list, table or code it introduces; a list item takes its lead-in.
+    The lead also takes the next blocks of its section until it reaches LEAD_MIN_CHARS, and any
+    neighbouring block that carries a key term, within MAX_PASSAGE_CHARS / MAX_PASSAGE_LINES.
+    """
+    c = scored.candidate
+    layout = c.layout
+    if layout is None or c.block < 0:
+        return _span(c, c.text, c.start_line, c.end_line, scored)
+    blocks = layout.blocks
+    first = last = c.block
+
+    def fits(a: int, b: int) -> bool:
+        text, start, end = block_text(layout, a, b)
+        return len(text) <= MAX_PASSAGE_CHARS and end - start + 1 <= MAX_PASSAGE_LINES
+
+    def joinable(k: int) -> bool:
+        return 0 <= k < len(blocks) and blocks[k].kind in _GROWABLE and blocks[k].heading == blocks[c.block].heading
+
+    def step(k: int, direction: int) -> int:
+        """The next block in `direction`, passing over include lines and admonition markers."""
+        k += direction
+        while 0 <= k < len(blocks) and blocks[k].kind == "noise":
+            k += direction
+        return k
+
+    def intro(k: int) -> bool:
+        return block_text(layout, k, k)[0].rstrip().endswith(":")
+
+    if blocks[first].kind == "item":  # back over the list to its lead-in
+        k = first - 1
+        while joinable(k) and blocks[k].kind == "item" and fits(k, last):
+            k -= 1
+        if joinable(k) and blocks[k].kind == "prose" and intro(k) and fits(k, last):
+            first = k
+    while joinable(last + 1) and (intro(last) or (blocks[last].kind == "item" and blocks[last + 1].kind == "item"
+                                                  and intro(first))) and fits(first, last + 1):
+        last += 1
+    if lead:
+        while True:
+            short = len(block_text(layout, first, last)[0]) < LEAD_MIN_CHARS
+            nxt, prev = step(last, 1), step(first, -1)
+            if joinable(nxt) and fits(first, nxt) and (
+                    short or intro(last) or term_share(block_text(layout, nxt, nxt)[0], q)[1]):
+                last = nxt
+            elif joinable(prev) and blocks[prev].kind != "code" and fits(prev, last) and (
+                    short or intro(prev) or term_share(block_text(layout, prev, prev)[0], q)[1]):
+                first = prev
+            else:
+                break
+    if first == last == c.block:
+        return _span(c, c.text, c.start_line, c.end_line, scored)
+    text, start, end = block_text(layout, first, last)
+    return _span(c, text, start, end, scored)
+
+
+def _span(c: Candidate, text: str, start: int, end: int, scored: Scored) -> Span:
+    return Span(path=c.row.path, start_line=start, end_line=end, text=text, row_id=c.row.id,
+                score=scored.score, layer=c.row.layer, code=c.kind in ("code", "source"),
+                terms=scored.terms, section=c.heading, kind=c.kind)
+
+
+def _overlaps(span: Span, taken: Sequence[Span]) -> bool:
+    return any(t.path == span.path and span.start_line <= t.end_line and t.start_line <= span.end_line
+               for t in taken)
+
+
+def _topic_stems(span: Span, q: Question) -> set[str]:
+    found = {q.stems[t] for t in span.terms
+             if t in q.stems and not is_generic_term(t) and t not in FUNCTION_WORDS}
+    return found | {name for name in q.identifiers if identifier_share(span.text, _only(q, name))}
+
+
+def _only(q: Question, name: str) -> Question:
+    return Question(text=q.text, stems=q.stems, idf=q.idf, identifiers=frozenset({name}))
+
+
+def choose_passages(scored: Sequence[Scored], q: Question) -> tuple[list[Span], list[Span]]:
+    """The answer's passages (the lead, then ≤ MAX_SUPPORTING that add key terms it lacks) and the
+    LLM's pool (those, then the next best, ≤ MAX_PASSAGES), all non-overlapping."""
+    chosen: list[Span] = []
+    pool: list[Span] = []
+    covered: set[str] = set()
+    for item in scored:
+        if item.score <= 0 or len(pool) >= MAX_PASSAGES:
+            break
+        span = _grow(item, q, lead=not chosen)
+        if _overlaps(span, pool):
             continue
-        if any(p.path == span.path and (p.text == span.text or (
-                p.start_line <= span.start_line and span.end_line <= p.end_line and p.layer == span.layer))
-               for p in picked):
+        pool.append(span)
+        topic = _topic_stems(span, q)
+        if not chosen:
+            chosen.append(span)
+            covered = topic
+        elif (len(chosen) <= MAX_SUPPORTING and item.score >= SUPPORT_RATIO * chosen[0].score
+              and topic - covered):
+            chosen.append(span)
+            covered |= topic
+    return chosen, pool
+
+
+def _best_line(span: Span, q: Question) -> tuple[str, int]:
+    """The one line of `span` that best says why its file matters (a code line with the definition's name)."""
+    lines = span.text.split("\n")
+    if span.end_line - span.start_line + 1 != len(lines) or len(lines) == 1:
+        return span.text, span.start_line  # a synthesized row, a single line, or code with skipped lines
+    best, best_score = 0, -1.0
+    for n, line in enumerate(lines):
+        if not line.strip() or line.strip().startswith(("```", "~~~", "#")):
             continue
-        picked.append(span)
-        per_file[span.path] = per_file.get(span.path, 0) + 1
-    return picked
+        score = term_share(line, q)[0] + identifier_share(line, q) + (0.01 if n == 0 else 0.0)
+        if score > best_score:
+            best, best_score = n, score
+    return lines[best], span.start_line + best
 
 
 def _title(rows: list[EvidenceRow]) -> str:
@@ -56,13 +187,7 @@ def _title(rows: list[EvidenceRow]) -> str:
     return str(first.metadata.get("title") or first.title or first.path.rsplit("/", 1)[-1])
 
 
-def one_line(text: str) -> str:
-    """`text` on one line without leading markdown markers, cut to REASON_CHARS."""
-    line = strip_markup(" ".join(text.split()))
-    return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 1].rsplit(" ", 1)[0] + "…"
-
-
-def _files(rows: Sequence[EvidenceRow], spans: list[Span]) -> list[FileEvidence]:
+def _files(rows: Sequence[EvidenceRow], best: dict[str, Span], q: Question) -> list[FileEvidence]:
     by_path: dict[str, list[EvidenceRow]] = {}
     best_rank: dict[str, int] = {}
     for rank, row in enumerate(rows, start=1):
@@ -71,57 +196,108 @@ def _files(rows: Sequence[EvidenceRow], spans: list[Span]) -> list[FileEvidence]
     files = []
     for path, file_rows in by_path.items():
         title = _title(file_rows)
-        best = max((s for s in spans if s.path == path), key=lambda s: s.score, default=None)
-        if best is None:
+        span = best.get(path)
+        if span is None:
             lead = lead_span(file_rows[0])
-            best = lead if lead.text.strip() else None
-        reason, start, end = ((one_line(best.text), best.start_line, best.end_line) if best else
-                              (one_line(title or row_text(file_rows[0])), file_rows[0].span_start,
-                               file_rows[0].span_end))
+            span = lead if lead.text.strip() else None
+        if span is None:
+            reason, start, end = (one_line(title or row_text(file_rows[0])), file_rows[0].span_start,
+                                  file_rows[0].span_end)
+        else:
+            line, number = _best_line(span, q)
+            single = line is not span.text
+            reason, start, end = one_line(line), number if single else span.start_line, \
+                number if single else span.end_line
+            if span.code and span.section and span.section not in reason:
+                reason = one_line(f"{span.section}: {reason.strip()}")
         files.append(FileEvidence(path=path, rows=[r.id for r in file_rows], best_rank=best_rank[path],
                                   title=title, reason=reason, start_line=start, end_line=end))
     return files
 
 
+def _lead_with_landing(rows: Sequence[EvidenceRow], spans: list[Span], pool: list[Span]) -> list[Span]:
+    landing = sorted((r for r in rows if "landing" in r.lanes), key=lambda r: r.lanes["landing"])
+    if not landing:
+        return spans
+    door = landing[0]
+    lead = next((p for p in pool if p.path == door.path), None) or lead_span(door)
+    if lead not in pool:
+        pool.insert(0, lead)
+    return [lead, *[s for s in spans if s.path != door.path]][: 1 + MAX_SUPPORTING]
+
+
+def question_of(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow]) -> Question:
+    soft = soft_terms(request, terms)
+    stems = term_stems([*terms, *soft])
+    idf = idf_weights(stems, [f"{r.title} {r.content}" for r in rows])
+    # Soft words and generic verbs (`настроить`, `use`) say what to do, not what it is about: they weigh less.
+    idf = {t: w * SOFT_WEIGHT if t in soft or is_generic_term(t) else w for t, w in idf.items()}
+    return Question(text=request, stems=stems, idf=idf, identifiers=question_identifiers(request, terms),
+                    soft=frozenset(soft))
+
+
 def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], relevant: bool,
-            route: RouteResult | None = None, *, question: str | None = None) -> Analysis:
+            route: RouteResult | None = None, *, question: str | None = None, embed: Embed | None = None,
+            overview: bool = False) -> Analysis:
     """Analyse the evidence of one request.
 
     Args:
         request: The standalone request.
         terms: Its key terms (`key_terms(request, route.target_terms)`); derived from the request and the
             route when empty.
-        rows: Fused evidence, best first.
+        rows: Fused evidence, best first (rows of one file may be appended after the ranked ones: a file
+            is weighted by its best row).
         relevant: The relevance gate's verdict.
         route: The router's result (adds target terms and anchors when `terms` is empty).
         question: The user's own words (their language is the answer's); without it, carried-over terms
             in a trailing "(...)" are stripped from `request` to find them.
+        embed: The session's embedder over a batch of texts (`embed_documents`); None scores passages by
+            key terms, identifiers and headings only. One call per analysis.
+        overview: The request asks about the repository itself and the gate passed it on its landing
+            pages: their opening passages answer it even without a key term in them.
 
     Returns:
-        Files in rank order, up to MAX_SPANS answering spans (≤ MAX_SPANS_PER_FILE per file, or
-        MAX_SPANS_FEW_FILES when fewer than 3 files have any) in rank order, sufficiency, key-term
-        coverage of the spans, conflict notes and the request's language.
+        Files in rank order each with its best line, the answer's passages (`spans`: the lead, then up to
+        two supporting ones that carry key terms the lead lacks), the LLM's passage pool (`passages`),
+        sufficiency, key-term coverage of the answer's passages, conflict notes and the request's language.
     """
     own = question or _CARRIED.sub("", request) or request
     terms = list(dict.fromkeys(terms)) or key_terms(request, _route_terms(route))
-    stems = term_stems(terms)
-    scoring = Scoring(stems=stems, idf=idf_weights(stems, [f"{r.title} {r.content}" for r in rows]))
-    rank_of = {row.id: rank for rank, row in enumerate(rows, start=1)}
-    candidates = [s for rank, row in enumerate(rows, start=1) for s in candidate_spans(row, rank, scoring)]
-    spans = _select(candidates)
+    q = question_of(own, terms, rows)
+    file_rank: dict[str, int] = {}
+    for row in rows:
+        file_rank.setdefault(row.path, len(file_rank) + 1)
+    candidates = [c for row in rows for c in row_candidates(row, q.wanted)]
+    scored = score_candidates(candidates, file_rank, q, embed)
+    spans, pool = choose_passages(scored, q)
     exact = [row for row in rows if "exact" in row.lanes]
+    if overview:  # about the repository itself: its front door (README, package docstring) leads the answer
+        spans = _lead_with_landing(rows, spans, pool)
     for row in exact:
-        if len(spans) < MAX_SPANS and not any(s.path == row.path for s in spans):
-            spans.append(lead_span(row))  # the user named this file: show how it opens even without a hit
-    spans.sort(key=lambda s: (rank_of.get(s.row_id, len(rows) + 1), s.start_line))
+        if len(spans) <= MAX_SUPPORTING and not any(s.path == row.path for s in spans):
+            # The user named this file: show its best passage, or how it opens when nothing in it matched.
+            shown = next((p for p in pool if p.path == row.path), None)
+            if shown is None:
+                shown = lead_span(row)
+                pool.append(shown)
+            spans.append(shown)
+    best: dict[str, Span] = {}
+    for item in scored:
+        if item.candidate.row.path not in best:
+            best[item.candidate.row.path] = _grow(item, q, lead=False)
+    for span in spans:
+        best.setdefault(span.path, span)
     span_stems = set().union(*(stems_of(s.text) for s in spans)) if spans else set()
-    covered = sum(1 for st in stems.values() if st in span_stems)
+    key_stems = [st for t, st in q.stems.items() if t not in q.soft]
+    covered = sum(1 for st in key_stems if st in span_stems)
     return Analysis(
-        files=_files(rows, spans),
+        files=_files(rows, best, q),
         spans=spans,
-        sufficient=relevant and (bool(exact) or any(not is_generic_term(t) for s in spans for t in s.terms)),
-        coverage=round(covered / len(stems), 4) if stems else 0.0,
-        conflicts=find_conflicts(spans, rows, terms),
+        passages=pool,
+        sufficient=relevant and (bool(exact) or (overview and bool(spans))
+                                 or any(not is_generic_term(t) for s in pool for t in s.terms)),
+        coverage=round(covered / len(key_stems), 4) if key_stems else 0.0,
+        conflicts=find_conflicts(pool, rows, terms),
         language=detect_language(own),
         terms=terms,
     )

@@ -52,7 +52,10 @@ class Span(BaseModel):
     terms: list[str] = Field(default_factory=list)
     """Key terms that occur in the span (empty for a lead span of an exact-file hit)."""
     section: str = ""
-    """Heading of the document section the span sits in (D0), so a quote says what it is about."""
+    """Heading the passage sits under (D0) or the name of its definition (code): what the quote is about."""
+    kind: str = ""
+    """`prose`, `item`, `table`, `code` (a fenced block in docs), `source` (a definition), or the layer of
+    a synthesized row; empty for the opening of an exactly named file."""
 
     @property
     def citation(self) -> str:
@@ -67,15 +70,20 @@ class Analysis(BaseModel):
     files: list[FileEvidence] = Field(default_factory=list)
     """Files in rank order of their best row."""
     spans: list[Span] = Field(default_factory=list)
-    """At most 8 answering spans (≤ 3 per file; ≤ 5 when under 3 files answer), in rank order."""
+    """The answer's passages: the lead (the best passage of the best file) first, then at most two
+    supporting ones that carry key terms the lead lacks."""
+    passages: list[Span] = Field(default_factory=list)
+    """The passage pool, best first (≤ 6, non-overlapping; includes `spans`): what an LLM is shown."""
     sufficient: bool = False
     """Relevant evidence with at least one span containing a topic key term (a generic verb like
     `настроить` alone does not count), or an exact-file hit."""
     coverage: float = 0.0
-    """Share of key terms that occur in the spans (compared by their first 5 letters)."""
+    """Share of key terms that occur in the answer's passages (compared by their first 5 letters)."""
     conflicts: list[str] = Field(default_factory=list)
     """Best-effort notes like `max_age: 600 (a.md) ≠ 3600 (b.md)`."""
     language: Language = "ru"
     """Language of the request."""
     terms: list[str] = Field(default_factory=list)
     """Key terms the analysis matched against."""
+    analysed_by: Literal["rules", "llm"] = "rules"
+    """Who chose `spans` and judged sufficiency: the deterministic rules or the chat model."""

@@ -10,21 +10,27 @@ from nodes.context_analysis.models import Language
 from nodes.terms import STEM_CHARS
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # Identifiers (snake_case, dotted, camelCase, PascalCase, CORSMiddleware), options and paths.
 _CODE_TOKEN = re.compile(r"[\w.]*[_.][\w.]*\w|[A-Za-z]*[a-z][A-Z]\w*|\b[A-Z]{2,}[a-z]\w*|--[\w-]+|/[\w{}/-]+")
 _DISTINCTIVE = re.compile(r"`[^`]+`|\d|=|" + _CODE_TOKEN.pattern)
 _MARKUP = re.compile(r"^(?:#{1,6}\s+|[*+-]\s+|>\s*|\d+[.)]\s+)+")
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 _CYRILLIC = re.compile(r"[а-яё]", re.I)
+_DOC_TAG = re.compile(r"<(/?\s*(?:documents?|passages?)\b)", re.I)
 
 
 def stems_of(text: str) -> set[str]:
-    """Stems of the words of `text`, and of the parts of snake_case words (`max_age` → `max`, `age`)."""
+    """Stems of the words of `text`, and of the parts of snake_case and CamelCase words (`max_age` →
+    `max`, `age`; `CORSMiddleware` → `cors`, `middl`)."""
     out: set[str] = set()
-    for word in _WORD.findall(text.lower()):
-        out.add(word[:STEM_CHARS])
+    for word in _WORD.findall(text):
+        lower = word.lower()
+        out.add(lower[:STEM_CHARS])
         if "_" in word.strip("_"):
-            out.update(part[:STEM_CHARS] for part in word.split("_") if part)
+            out.update(part[:STEM_CHARS] for part in lower.split("_") if part)
+        if _CAMEL.search(word):
+            out.update(part.lower()[:STEM_CHARS] for part in _CAMEL.split(word.replace("_", "")) if len(part) >= 3)
     return out
 
 
@@ -83,3 +89,8 @@ def detect_language(text: str) -> Language:
 def strip_markup(line: str) -> str:
     """`line` without leading markdown (heading hashes, list markers, quote marks): noise in a quote."""
     return _MARKUP.sub("", line)
+
+
+def fence_content(content: str) -> str:
+    """Neutralise `<document>` / `<passage>` tags inside evidence so it cannot close its fence."""
+    return _DOC_TAG.sub(r"&lt;\1", content)

@@ -28,7 +28,8 @@ from nodes.context_retrieval.merge import (
     rank_rows,
 )
 from nodes.context_retrieval.relax import RelaxStep, next_step, relax_plan
-from nodes.layout import RepoLayout, about_the_project, translate_prefixes
+from nodes.conversation_understanding import is_generic_term
+from nodes.layout import RepoLayout, about_the_project, overview_request, translate_prefixes
 from nodes.retrieval_policy import CodePlan, RetrievalPlan, RetrievalProfile
 from nodes.terms import key_terms
 from stores.layers import Layer
@@ -172,8 +173,7 @@ class RetrievalAdapter:
             query=query, key_terms=list(gate_terms) if gate_terms is not None else key_terms(query, terms),
             file_names=file_names, code_plan=code_plan, plan_limit=plan.limit, top_k=top_k, token_cap=token_cap,
             lane_weights=self.lane_weights, gate=self.gate, plain=lanes_enabled is not None,
-            overview=plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY
-            and about_the_project(query, self.layout),
+            overview=self._overview(plan, query),
         )
         if self.bridge and lanes_enabled is None:
             self._bridge(session, gathered, spec)
@@ -212,7 +212,7 @@ class RetrievalAdapter:
 
         hints = list(plan.filters.target_doc_hints or [])
         names = named_terms(query)
-        paths_f = submit("paths", lambda: self._path_lanes(session, plan, hints, file_names, on))
+        paths_f = submit("paths", lambda: self._path_lanes(session, plan, query, hints, file_names, on))
         absent_f = submit("names", lambda: self.repository.absent_terms(session, names)) if names else None
         embedding = _timed(out.timings_ms, "embed", lambda: self.embedder.embed_query(query)) \
             if (on("semantic") or on("code")) else None
@@ -229,6 +229,13 @@ class RetrievalAdapter:
             out.lanes["code_semantic"] = by_distance(code_fs[1].result())
         out.absent_names = absent_f.result() if absent_f is not None else []
         return out
+
+    def _overview(self, plan: RetrievalPlan, query: str) -> bool:
+        """Whether the request is an overview of the repository (its landing pages answer it)."""
+        if plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY:
+            return about_the_project(query, self.layout)
+        topics = [t for t in key_terms(query) if not is_generic_term(t)]
+        return overview_request(query, topics, self.layout)
 
     def _ranked(self, session: RagSession, plan: RetrievalPlan, query: str, embedding: list[float] | None,
                 on: Callable[[str], bool]) -> tuple[list[dict[str, Any]], RelaxStep]:
@@ -250,11 +257,12 @@ class RetrievalAdapter:
             step = next_step(step, len(rows), plan.limit)
         return rows, answered
 
-    def _path_lanes(self, session: RagSession, plan: RetrievalPlan, hints: Sequence[str], file_names: Sequence[str],
-                    on: Callable[[str], bool]) -> dict[str, Sequence[Mapping[str, Any]]]:
+    def _path_lanes(self, session: RagSession, plan: RetrievalPlan, query: str, hints: Sequence[str],
+                    file_names: Sequence[str], on: Callable[[str], bool]) -> dict[str, Sequence[Mapping[str, Any]]]:
         out: dict[str, Sequence[Mapping[str, Any]]] = {}
         landing = self.layout.landing if self.layout else ()
-        if on("landing") and landing and plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY:
+        if on("landing") and landing and (plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY
+                                          or self._overview(plan, query)):
             # an overview question is answered by the repository's front doors, which no other lane prefers
             out["landing"] = self.repository.retrieve_exact_files(session, landing, limit=LANDING_ROWS)
         if on("exact") and hints:

@@ -27,7 +27,9 @@ CODE_SLOT_IDENTIFIER = 2
 TEST_PENALTY = 0.3
 """Share of its fused score a test file keeps when the request is not about tests (seed 001's
 `prefer_non_tests` applies to the ranked lane only; tests also arrive through the other lanes)."""
-_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$")
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing|fixtures?|generated)/|(^|/)test_[^/]*\.py$|_test\.py$"
+                        r"|(^|/)conftest\.py$|_pb2\.py$")
+"""Tests, test fixtures and generated code: demoted unless the request is about tests."""
 _TEST_WORDS = re.compile(r"\btest|тест", re.IGNORECASE)
 
 

@@ -48,7 +48,8 @@ def documents(request: dict[str, Any]) -> list[tuple[str, int, int]]:
 
 
 class Script:
-    """Chat handler: route JSON for function calls, a rewrite for rewrite prompts, `answer` for answers."""
+    """Chat handler: route JSON for the router's function call, a passage choice for the analysis call, a
+    rewrite for rewrite prompts, `answer` for answers."""
 
     def __init__(self, answer: Reply | None = None, rewrite: str = "") -> None:
         self.answer = answer
@@ -56,7 +57,11 @@ class Script:
         self.kinds: list[str] = []
 
     def __call__(self, request: dict[str, Any]) -> Reply:
-        if request.get("functions"):
+        names = [f.get("name") for f in request.get("functions") or []]
+        if "choose_passages" in names:  # the LLM variant of context_analysis: keep the first two passages
+            self.kinds.append("analysis")
+            return json.dumps({"passages": [1, 2], "sufficient": True, "conflicts": []})
+        if names:
             self.kinds.append("route")
             return json.dumps(ROUTE)
         docs = documents(request)
@@ -137,7 +142,7 @@ async def test_streams_llm_answer_tokens_and_keeps_only_verified_citations(
 
     events, final = await stream(graph, QUESTION, small_session)
 
-    assert script.kinds == ["route", "answer"]
+    assert script.kinds == ["route", "analysis", "answer"]
     tokens = answer_tokens(events)
     assert len(tokens) >= 5, "the answer arrives token by token (streaming=True)"
     streamed = "".join(tokens)
@@ -150,7 +155,7 @@ async def test_streams_llm_answer_tokens_and_keeps_only_verified_citations(
     assert final["route"]["routing_mode"] == "llm_default" and final["route"]["llm_router_used"] is True
 
     # The requests the real SDK sent: a function call for the router, a streamed answer with fenced docs.
-    route_req, answer_req = (r.json for r in server.chat_requests)
+    route_req, _analysis_req, answer_req = (r.json for r in server.chat_requests)
     assert route_req["functions"] and route_req["function_call"]
     assert answer_req["stream"] is True and "<documents>" in answer_req["messages"][-1]["content"]
     assert any(p == "docs/cors.md" and s <= cite["start_line"] and cite["end_line"] <= e
@@ -178,7 +183,7 @@ async def test_follow_up_is_rewritten_by_the_llm(db, small_session: str, server:
     server.chat_handler = answer_from_disable_lines
     _, final = await stream(graph, "А как это отключить?", small_session, config)
 
-    assert script.kinds[2:] == ["rewrite", "route", "answer"]
+    assert script.kinds[3:] == ["rewrite", "route", "analysis", "answer"]
     rewrite_req = server.chat_requests[2].json
     assert "Как настроить CORS" in json.dumps(rewrite_req["messages"], ensure_ascii=False)
     state = (await graph.aget_state(config)).values
@@ -198,7 +203,7 @@ async def test_failure_mid_answer_gives_the_extractive_answer(
 
     events, final = await stream(graph, QUESTION, small_session)
 
-    assert script.kinds == ["route", "answer"]
+    assert script.kinds == ["route", "analysis", "answer"]
     assert final["route"]["routing_mode"] == "llm_default", "the router call itself succeeded"
     assert_extractive(final)
     if isinstance(failure, Disconnect):

@@ -1,4 +1,4 @@
-"""context_analysis: exact span lines, sufficiency, coverage, grouping by file, caps, language, conflicts."""
+"""context_analysis: passages that read the question, coherent leads, code definitions, sufficiency, language."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 
 from nodes.context_analysis import (
-    MAX_SPAN_CHARS,
-    MAX_SPANS,
-    MAX_SPANS_PER_FILE,
+    MAX_CODE_LINES,
+    MAX_PASSAGE_CHARS,
+    MAX_PASSAGES,
+    MAX_SUPPORTING,
     aligned_lines,
     analyze,
     detect_language,
@@ -56,25 +57,6 @@ def run(question: str, rows: list[EvidenceRow], relevant: bool = True, route: Ro
     return analyze(question, key_terms(question), rows, relevant, route)
 
 
-def test_spans_of_multiline_doc_chunks_have_exact_line_numbers() -> None:
-    analysis = run("Какое значение по умолчанию у max_age?", [CORS_ROW])
-    lines = source_lines(CORS_MD, CORS_START)
-    assert analysis.spans
-    for span in analysis.spans:
-        assert span.text == "\n".join(lines[n] for n in range(span.start_line, span.end_line + 1))
-        assert span.end_line - span.start_line < 4 and len(span.text) <= MAX_SPAN_CHARS
-    best = max(analysis.spans, key=lambda s: s.score)
-    assert (best.start_line, best.end_line) == (CORS_START + 15, CORS_START + 15)
-    assert "По умолчанию `600`" in best.text and best.terms
-
-
-def test_a_code_line_comes_with_its_call_and_is_marked_as_code() -> None:
-    analysis = run("allow_origins", [CORS_ROW])
-    span = max(analysis.spans, key=lambda s: s.score)
-    assert span.code and span.start_line == CORS_START + 6 and "allow_origins=origins," in span.text
-    assert span.text.startswith("    CORSMiddleware,")
-
-
 def test_source_chunks_with_label_lines_stay_aligned() -> None:
     code = "    def include_router(self, router):\n        self.routes.extend(router.routes)"
     content = "# class APIRouter(routing.Router)  (fastapi.routing.APIRouter)\n" + code
@@ -82,12 +64,6 @@ def test_source_chunks_with_label_lines_stay_aligned() -> None:
     assert [line.number for line in aligned_lines(row)] == [1200, 1201]
     span = run("What does include_router do?", [row]).spans[0]
     assert (span.start_line, span.code) == (1200, True) and "def include_router" in span.text
-
-
-def test_content_cut_by_the_token_cap_stays_aligned() -> None:
-    row = ev("cut", "docs/a.md", "first\nsecond max_age here", 10, span_end=30)
-    span = run("max_age", [row]).spans[0]
-    assert (span.start_line, span.end_line, span.text) == (11, 11, "second max_age here")
 
 
 @pytest.mark.parametrize("layer", ["D1_DOCUMENT_CATALOG", "D2_FACT_INDEX", "D3_ENTITY_CATALOG",
@@ -98,13 +74,6 @@ def test_synthesized_rows_are_cited_by_their_whole_span(layer: str) -> None:
     span = run("Что такое APIRouter?", [row]).spans[0]
     assert (span.start_line, span.end_line) == (100, 180)
     assert span.text == "APIRouter — class groups path operations"
-
-
-def test_a_long_line_is_cut_around_the_hit() -> None:
-    long_line = "слово " * 150 + "параметр root_path задаёт префикс " + "слово " * 150
-    span = run("root_path", [ev("l", "docs/proxy.md", long_line, 7)]).spans[0]
-    assert span.start_line == span.end_line == 7
-    assert "root_path" in span.text and len(span.text) <= MAX_SPAN_CHARS + 2 and span.text.startswith("…")
 
 
 @pytest.mark.parametrize(
@@ -134,42 +103,6 @@ def test_coverage_is_the_share_of_terms_in_the_spans_by_five_letter_stems() -> N
     analysis = analyze("q", ["умолчанию", "max_age", "kafka", "allow_credentials"], [CORS_ROW], True)
     assert analysis.coverage == 0.75  # "умолчания" would match too: stems are the first 5 letters
     assert analyze("q", ["умолчания"], [CORS_ROW], True).coverage == 1.0
-
-
-def test_files_are_grouped_in_rank_order_with_a_reason() -> None:
-    rows = [
-        ev("a1", "docs/a.md", "Про middleware и max_age.", 5),
-        ev("b1", "docs/b.md", "Ничего по теме.", 1, metadata={"title": "Документ B"}),
-        ev("a2", "docs/a.md", "Ещё про max_age тут.", 20),
-        ev("b0", "docs/b.md", "Каталог", 1, layer="D1_DOCUMENT_CATALOG", title="B: каталог", span_end=50),
-    ]
-    files = run("max_age", rows).files
-    assert [(f.path, f.rows, f.best_rank) for f in files] == [("docs/a.md", ["a1", "a2"], 1),
-                                                              ("docs/b.md", ["b1", "b0"], 2)]
-    assert files[1].title == "B: каталог"
-    assert "max_age" in files[0].reason and files[0].start_line in (5, 20)
-    assert files[1].reason == "Ничего по теме." and (files[1].start_line, files[1].end_line) == (1, 1)
-
-
-def test_spans_are_capped_per_file_and_overall_and_come_in_rank_order() -> None:
-    rows = [ev(f"r{i}", f"docs/f{i // 2}.md", "\n".join(f"max_age строка {j}" for j in range(6)), 10 * i + 1)
-            for i in range(12)]
-    spans = run("max_age", rows).spans
-    assert len(spans) <= MAX_SPANS
-    per_file: dict[str, int] = {}
-    for span in spans:
-        per_file[span.path] = per_file.get(span.path, 0) + 1
-    assert max(per_file.values()) <= MAX_SPANS_PER_FILE
-    ranks = [int(s.row_id[1:]) for s in spans]
-    assert ranks == sorted(ranks)
-
-
-def test_rarer_terms_and_distinctive_lines_win() -> None:
-    text = "FastAPI это фреймворк.\nFastAPI: параметр `openapi_url` по умолчанию `/openapi.json`."
-    rows = [ev("a", "docs/a.md", text, 1),
-            ev("b", "docs/b.md", "FastAPI быстрый.", 1)]
-    best = max(run("FastAPI openapi_url", rows).spans, key=lambda s: s.score)
-    assert best.start_line == 2
 
 
 @pytest.mark.parametrize(
@@ -208,15 +141,195 @@ def test_analysis_round_trips_through_graph_state() -> None:
     assert type(analysis).model_validate(analysis.model_dump()) == analysis
 
 
-def test_top_rows_add_identifier_lines_without_a_term_hit_as_low_scored_fillers() -> None:
-    analysis = run("allow_origins", [CORS_ROW])
-    fillers = [s for s in analysis.spans if not s.terms]
-    assert fillers and all(f.score < max(s.score for s in analysis.spans) for f in fillers)
-
-
 def test_catalog_cards_are_quoted_without_index_labels() -> None:
     card = "Настройка CORS\nPath: docs/cors.md\nType: doc\nSummary: CORSMiddleware и allow_origins\nSections: a; b"
     row = ev("d1", "docs/cors.md", card, 1, layer="D1_DOCUMENT_CATALOG", span_end=13)
     row = row.model_copy(update={"metadata": {"summary": "CORSMiddleware и allow_origins"}})
     spans = run("allow_origins CORSMiddleware", [row]).spans
     assert spans and all("Path:" not in s.text and "Type:" not in s.text for s in spans)
+
+
+
+# --- passages that read the question ---------------------------------------------------------------------
+FILE_MD = """## Ответы { #responses }
+
+/// tip | Подсказка
+
+Смотрите также [HTML](html.md), [Потоки](stream.md) и [JSON](json.md).
+
+///
+
+### `FileResponse` { #fileresponse }
+
+Асинхронно отправляет файл как ответ для скачивания.
+
+Для создания экземпляра принимает иной набор аргументов:
+
+- `path` — путь к файлу, который будет отправлен.
+- `filename` — если задан, будет включён в заголовок `Content-Disposition`.
+
+{* ../../docs_src/custom_response/tutorial009_py310.py hl[2,10] *}
+
+### `RedirectResponse` { #redirectresponse }
+
+Возвращает HTTP-редирект на другой адрес."""
+FILE_ROW = ev("resp", "docs/ru/docs/advanced/custom-response.md", FILE_MD, 190)
+LINKS_ROW = ev("links", "docs/ru/docs/index.md", "## См. также\n\n- [Скачивание файлов](a.md)\n- [Файлы](b.md)", 1)
+
+
+def lead(question: str, rows: list[EvidenceRow], **kw: Any):
+    analysis = analyze(question, key_terms(question), rows, True, **kw)
+    assert analysis.spans, analysis
+    return analysis.spans[0]
+
+
+@pytest.mark.parametrize(
+    ("question", "rows", "lines", "says"),
+    [
+        # a lead-in and the list it introduces, under the heading that matches
+        ("Какие аргументы принимает FileResponse?", [FILE_ROW], (200, 205), "`filename`"),
+        # the list item alone pulls its lead-in, never crossing into the next heading
+        ("Что делает параметр filename?", [FILE_ROW], (200, 205), "Content-Disposition"),
+        ("Как скачивания файла отправить?", [FILE_ROW], (200, 205), "Асинхронно отправляет"),
+        ("Как сделать редирект?", [FILE_ROW], (211, 211), "HTTP-редирект"),
+    ],
+    ids=["lead-in-and-list", "item-takes-lead-in", "sentence-grows-into-section", "other-section"],
+)
+def test_the_lead_is_one_coherent_passage_under_one_heading(question: str, rows: list[EvidenceRow],
+                                                            lines: tuple[int, int], says: str) -> None:
+    span = lead(question, rows)
+    assert (span.start_line, span.end_line) == lines and says in span.text
+    assert len(span.text) <= MAX_PASSAGE_CHARS and "RedirectResponse" not in span.text or "редирект" in question
+    assert span.section in ("`FileResponse`", "`RedirectResponse`")
+
+
+@pytest.mark.parametrize(
+    ("question", "rows", "never"),
+    [
+        ("Где скачивание файлов описано?", [LINKS_ROW, FILE_ROW], "[Скачивание файлов](a.md)"),
+        ("Подсказка про HTML потоки", [FILE_ROW], "Смотрите также"),
+        ("tutorial009_py310 docs_src", [FILE_ROW], "{*"),
+        ("FileResponse", [FILE_ROW], "### `FileResponse`"),
+        ("tip Подсказка", [FILE_ROW], "///"),
+    ],
+    ids=["link-list", "see-also-links", "include-line", "heading", "admonition-marker"],
+)
+def test_headings_link_lists_and_boilerplate_are_never_quoted(question: str, rows: list[EvidenceRow],
+                                                             never: str) -> None:
+    analysis = analyze(question, key_terms(question), rows, True)
+    assert all(never not in s.text for s in [*analysis.spans, *analysis.passages])
+
+
+def test_passages_keep_exact_line_numbers() -> None:
+    lines = source_lines(FILE_MD, 190)
+    analysis = analyze("Какие аргументы принимает FileResponse?", ["аргументы", "fileresponse"], [FILE_ROW], True)
+    for span in analysis.passages:
+        shown = [line for line in span.text.split("\n") if line.strip()]
+        assert shown[0] == lines[span.start_line] and shown[-1] == lines[span.end_line]
+        assert all(line in lines.values() for line in shown)
+
+
+GROUP_PY = '''def deep_update(a, b):
+    for key, value in b.items():
+        a[key] = value
+
+
+def generate_unique_id(route: "APIRoute") -> str:
+    """The default operationId of a route."""
+    operation_id = f"{route.name}{route.path_format}"
+    operation_id = re.sub(r"\\W", "_", operation_id)
+    return f"{operation_id}_{list(route.methods)[0].lower()}"
+
+
+def get_value_or_default(first, *extra):
+    return first'''
+LONG_PY = "\n".join([
+    "def get_openapi(",
+    "    *,",
+    "    title: str,",
+    "    routes: Sequence[BaseRoute],",
+    ") -> dict[str, Any]:",
+    '    """Build the OpenAPI schema of the app."""',
+    *[f"    step_{i} = prepare({i})" for i in range(20)],
+    "    operation_ids: set[str] = set()",
+    *[f"    more_{i} = other({i})" for i in range(10)],
+    "    output = {'openapi': version, 'info': info}",
+    "    return output",
+])
+MODEL_PY = "class Operation(BaseModel):\n    tags: list[str] | None = None\n    operationId: str | None = None"
+
+
+@pytest.mark.parametrize(
+    ("question", "content", "start", "first_line", "shown", "hidden"),
+    [
+        ("Где вычисляется operationId по умолчанию?", GROUP_PY, 95, 'def generate_unique_id(route: "APIRoute") -> str:',
+         ['"""The default operationId of a route."""', "return f\"{operation_id}_"], ["deep_update", "get_value"]),
+        ("Where does get_openapi collect operation_ids?", LONG_PY, 10, "def get_openapi(",
+         ['"""Build the OpenAPI schema of the app."""', "    operation_ids: set[str] = set()", "    ..."],
+         ["step_3", "more_4"]),
+    ],
+    ids=["enclosing-def-in-a-group", "long-def-signature-docstring-used-lines"],
+)
+def test_code_is_quoted_as_its_enclosing_definition(question: str, content: str, start: int, first_line: str,
+                                                    shown: list[str], hidden: list[str]) -> None:
+    row = ev("c0", "fastapi/utils.py", content, start, layer="C0_SOURCE_CHUNKS")
+    span = lead(question, [row])
+    assert span.code and span.kind == "source" and span.text.split("\n")[0] == first_line
+    assert all(s in span.text for s in shown) and not any(h in span.text for h in hidden)
+    assert len(span.text.split("\n")) <= MAX_CODE_LINES + 1
+
+
+def test_the_function_that_computes_a_value_beats_the_field_that_holds_it() -> None:
+    rows = [ev("model", "fastapi/openapi/models.py", MODEL_PY, 289, layer="C0_SOURCE_CHUNKS"),
+            ev("utils", "fastapi/utils.py", GROUP_PY, 95, layer="C0_SOURCE_CHUNKS")]
+    span = lead("Где в коде вычисляется operationId по умолчанию?", rows)
+    assert span.path == "fastapi/utils.py" and span.section == "generate_unique_id"
+
+
+def test_supporting_passages_only_add_key_terms_the_lead_lacks() -> None:
+    rows = [CORS_ROW,
+            ev("dup", "docs/ru/docs/advanced/middleware.md", "Параметр `max_age` по умолчанию `600`.", 9),
+            ev("new", "docs/ru/docs/advanced/headers.md", "Заголовок `allow_credentials` включает куки.", 3)]
+    analysis = run("Какое значение по умолчанию у max_age и allow_credentials?", rows)
+    assert 1 <= len(analysis.spans) <= 1 + MAX_SUPPORTING
+    paths = [s.path for s in analysis.spans]
+    assert "docs/ru/docs/advanced/middleware.md" not in paths[1:]  # says nothing the lead does not
+    assert len(analysis.passages) <= MAX_PASSAGES
+    assert all(s in analysis.passages for s in analysis.spans)
+
+
+class FakeMeaning:
+    """An embedder that knows synonyms: texts sharing a concept point the same way."""
+
+    CONCEPTS = (("скач", "download", "отправля", "файл"), ("редирект", "redirect", "перенаправ"))
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[list[str]] = []
+        self.fail = fail
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(texts)
+        if self.fail:
+            raise ConnectionError("embedder down")
+        return [[float(any(w in t.lower() for w in words)) for words in self.CONCEPTS] + [0.1] for t in texts]
+
+
+def test_meaning_finds_a_paraphrase_and_is_one_batched_call() -> None:
+    question = "How do I let users download a file?"
+    embed = FakeMeaning()
+    with_meaning = lead(question, [FILE_ROW], embed=embed)
+    assert "Асинхронно отправляет файл" in with_meaning.text
+    assert len(embed.calls) == 1 and embed.calls[0][0] == question
+
+
+def test_an_embedder_failure_leaves_the_lexical_choice() -> None:
+    question = "Как отправить файл для скачивания?"
+    assert lead(question, [FILE_ROW], embed=FakeMeaning(fail=True)) == lead(question, [FILE_ROW])
+
+
+def test_rows_appended_for_a_ranked_file_weigh_as_that_file() -> None:
+    other = ev("o", "docs/other.md", "Файл можно отправить и так: `send_file(path)` для скачивания.", 1)
+    appended = FILE_ROW.model_copy(update={"id": "resp2"})
+    rows = [ev("r0", FILE_ROW.path, "# Кастомные ответы", 1), other, appended]
+    span = lead("Как отправить файл для скачивания?", rows)
+    assert span.path == FILE_ROW.path  # the file ranked first, though this row came last

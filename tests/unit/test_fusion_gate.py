@@ -161,3 +161,12 @@ def test_cross_lingual_is_read_from_the_request_and_the_evidence() -> None:
     assert gate_signals(english, ["подсказка"], query="Как работает подсказка?").cross_lingual
     assert not gate_signals(russian, ["настроить"], query="Как настроить?").cross_lingual
     assert gate_signals(russian, ["configure"], query="How to configure it?").cross_lingual
+
+
+def test_fixtures_and_generated_code_are_demoted_like_tests() -> None:
+    from nodes.context_retrieval.merge import is_test_path
+
+    assert is_test_path("tests/fixtures/indexing/rag-retrieval.md")
+    assert is_test_path("src/app/fixtures/users.json") and is_test_path("api/service_pb2.py")
+    assert is_test_path("client/generated/models.py")
+    assert not is_test_path("docs/logic/retrieval_policy.md") and not is_test_path("src/fixture_loader.py")

@@ -1,0 +1,324 @@
+"""Candidate passages of one evidence row: prose blocks, list items, tables, code with its enclosing def.
+
+A docs chunk is cut into blocks (paragraphs, list items, tables, fenced code) under their headings;
+headings, include directives, admonition markers and link lists are never candidates. A source chunk is
+cut into its definitions; a short one is a candidate as a whole, a long one as its signature, docstring
+and the lines that use the asked-about names. Synthesized rows (catalog cards, facts, symbols) are one
+candidate each, cited by their whole span.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from nodes.context_analysis.spans import LINE_ALIGNED, Line, aligned_lines, quotable_text, section_of
+from nodes.evidence import EvidenceRow
+
+MAX_PASSAGE_CHARS = 700
+"""A passage is a few lines a person reads at a glance, not a page."""
+MAX_PASSAGE_LINES = 12
+MAX_CODE_LINES = 14
+"""A definition up to this long is quoted whole; a longer one as signature, docstring and used lines."""
+MAX_DOCSTRING_LINES = 3
+EMBED_CHARS = 160
+
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_LINK = re.compile(r"!?\[[^\]]*\]\([^)]*\)")
+_NOISE = re.compile(r"^\s*(?:/{3}.*|\{\*.*\*\}|<[^>]+>|!\[[^\]]*\]\([^)]*\)|-{3,}|\|?[\s:|-]+\|?)\s*$")
+"""Admonition markers (`/// tip`), `{* include *}` lines, bare HTML tags, images, rules, table rules."""
+_DEF = re.compile(r"^\s*(?:async\s+def|def|class)\s+(\w+)")
+_DOCSTRING_OPEN = re.compile(r"^\s*[rRuUbB]?(\"\"\"|''')")
+_ANCHOR = re.compile(r"\s*\{\s*#[^}]*\}\s*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    """Consecutive lines of one kind under one heading (indices into the row's lines)."""
+
+    start: int
+    end: int
+    kind: str
+    """`prose`, `item`, `table`, `code`, `heading` or `noise`."""
+    heading: str
+
+
+@dataclass
+class Layout:
+    """A line-aligned row cut into blocks."""
+
+    row: EvidenceRow
+    lines: list[Line]
+    blocks: list[Block] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One scorable passage: a block (docs), a definition (code) or a whole synthesized row."""
+
+    row: EvidenceRow
+    kind: str
+    """`prose`, `item`, `table`, `code` (fenced in docs), `source` (C0), or the synthesized row's layer."""
+    text: str
+    """What is shown and matched: verbatim lines (with `    ...` for skipped code lines)."""
+    start_line: int
+    end_line: int
+    heading: str = ""
+    """The heading the passage sits under (docs), or the definition's name (code)."""
+    layout: Layout | None = None
+    block: int = -1
+    """Index of the block in `layout.blocks` (docs), -1 otherwise."""
+
+    @property
+    def embed_text(self) -> str:
+        head = f"{self.heading}: " if self.heading else ""
+        return f"{head}{' '.join(self.text.split())}"[:EMBED_CHARS]
+
+
+def clean_heading(text: str) -> str:
+    return _ANCHOR.sub("", text.strip().lstrip("#").strip()).strip()
+
+
+def _is_link_list(text: str) -> bool:
+    """Mostly markdown links (a "see also" list or a table of contents): names topics, answers nothing."""
+    letters = sum(ch.isalnum() for ch in text)
+    linked = sum(sum(ch.isalnum() for ch in m.group(0)) for m in _LINK.finditer(text))
+    return letters > 0 and linked / letters >= 0.5
+
+
+def layout_docs(row: EvidenceRow) -> Layout:
+    """Cut a D0 row into blocks; each block knows the heading above it (in the row or the section path)."""
+    lines = aligned_lines(row)
+    layout = Layout(row=row, lines=lines)
+    heading = section_of(row)
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        text = line.text
+        if line.kind == "blank":
+            i += 1
+            continue
+        if line.kind == "fence":
+            j = i + 1
+            while j < len(lines) and lines[j].kind != "fence":
+                j += 1
+            layout.blocks.append(Block(i, min(j, len(lines) - 1), "code", heading))
+            i = j + 1
+            continue
+        if line.kind == "heading":
+            heading = clean_heading(text) or heading
+            layout.blocks.append(Block(i, i, "heading", heading))
+            i += 1
+            continue
+        if line.kind == "include" or _NOISE.match(text):
+            layout.blocks.append(Block(i, i, "noise", heading))
+            i += 1
+            continue
+        kind = "item" if _ITEM.match(text) else "table" if text.lstrip().startswith("|") else "prose"
+        j = i + 1
+        while j < len(lines) and lines[j].kind == "text" and not _NOISE.match(lines[j].text):
+            nxt = lines[j].text
+            if kind == "table" and not nxt.lstrip().startswith("|"):
+                break
+            if kind != "table" and (_ITEM.match(nxt) and not (kind == "item" and nxt.startswith((" ", "\t")))
+                                    or nxt.lstrip().startswith("|")):
+                break
+            j += 1
+        layout.blocks.append(Block(i, j - 1, kind, heading))
+        i = j
+    return layout
+
+
+def block_text(layout: Layout, first: int, last: int) -> tuple[str, int, int]:
+    """Lines of blocks `first..last` and their first and last line numbers.
+
+    Blank lines between blocks are kept; include directives and admonition markers between them are
+    left out of the text (they are not prose) but stay inside the cited range.
+    """
+    lo, hi = layout.blocks[first].start, layout.blocks[last].end
+    if layout.blocks[first].kind == "code" and first == last:
+        inner = [k for k in range(lo, hi + 1) if layout.lines[k].kind != "fence"]
+        lo, hi = (inner[0], inner[-1]) if inner else (lo, hi)
+    noise = {k for b in layout.blocks[first : last + 1] if b.kind == "noise" for k in range(b.start, b.end + 1)}
+    kept: list[str] = []
+    for k in range(lo, hi + 1):
+        text = layout.lines[k].text
+        if k in noise or (not text.strip() and (not kept or not kept[-1].strip())):
+            continue
+        kept.append(text)
+    return "\n".join(kept).rstrip("\n"), layout.lines[lo].number, layout.lines[hi].number
+
+
+def docs_candidates(row: EvidenceRow) -> list[Candidate]:
+    layout = layout_docs(row)
+    out = []
+    for b, block in enumerate(layout.blocks):
+        if block.kind in ("heading", "noise"):
+            continue
+        text, start, end = block_text(layout, b, b)
+        if not text.strip() or (block.kind != "code" and _is_link_list(text)):
+            continue
+        if len(text) > MAX_PASSAGE_CHARS or end - start + 1 > MAX_PASSAGE_LINES:
+            text, end = _head_lines(text, start)
+        out.append(Candidate(row=row, kind=block.kind, text=text, start_line=start, end_line=end,
+                             heading=block.heading, layout=layout, block=b))
+    return out
+
+
+def _head_lines(text: str, start: int) -> tuple[str, int]:
+    """The first lines of a long block within the passage limits (at least one line)."""
+    kept: list[str] = []
+    for line in text.split("\n")[:MAX_PASSAGE_LINES]:
+        if kept and sum(len(k) + 1 for k in kept) + len(line) > MAX_PASSAGE_CHARS:
+            break
+        kept.append(line)
+    return "\n".join(kept), start + len(kept) - 1
+
+
+# --- code -----------------------------------------------------------------------------------------------
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _units(lines: list[Line], lo: int, hi: int) -> list[tuple[int, int]]:
+    """Definitions (with their decorators) and runs of other code at the shallowest indent of lo..hi."""
+    body = [k for k in range(lo, hi + 1) if lines[k].text.strip()]
+    if not body:
+        return []
+    base = min(_indent(lines[k].text) for k in body)
+    starts = [k for k in body if _indent(lines[k].text) == base and (
+        _DEF.match(lines[k].text) or lines[k].text.lstrip().startswith("@"))]
+    # A decorator starts its definition; the def line right under it does not start another one.
+    starts = [k for n, k in enumerate(starts) if not (n and lines[starts[n - 1]].text.lstrip().startswith("@")
+                                                      and k == _next_code(lines, starts[n - 1], hi))]
+    units: list[tuple[int, int]] = []
+    cursor = body[0]
+    for n, k in enumerate(starts):
+        if k > cursor:
+            units.append((cursor, _last_code(lines, cursor, k - 1)))
+        end = (starts[n + 1] - 1) if n + 1 < len(starts) else hi
+        units.append((k, _last_code(lines, k, end)))
+        cursor = end + 1
+    if cursor <= hi and any(lines[k].text.strip() for k in range(cursor, hi + 1)):
+        units.append((cursor, _last_code(lines, cursor, hi)))
+    return [(a, b) for a, b in units if any(lines[k].text.strip() for k in range(a, b + 1))]
+
+
+def _next_code(lines: list[Line], k: int, hi: int) -> int:
+    k += 1
+    while k <= hi and not lines[k].text.strip():
+        k += 1
+    return k
+
+
+def _last_code(lines: list[Line], lo: int, hi: int) -> int:
+    while hi > lo and not lines[hi].text.strip():
+        hi -= 1
+    return hi
+
+
+def _header(lines: list[Line], lo: int, hi: int) -> list[int]:
+    """Decorators, the (possibly multi-line) `def`/`class` line, and the first docstring lines."""
+    out: list[int] = []
+    k = lo
+    while k <= hi and lines[k].text.lstrip().startswith("@") and len(out) < 2:
+        out.append(k)
+        k += 1
+    while k <= hi and lines[k].text.lstrip().startswith("@"):
+        k += 1
+    if k > hi or not _DEF.match(lines[k].text):
+        return out
+    while k <= hi and len(out) < 10:
+        out.append(k)
+        if lines[k].text.rstrip().endswith(":"):
+            break
+        k += 1
+    k += 1
+    while k <= hi and not lines[k].text.strip():
+        k += 1
+    if k <= hi and _DOCSTRING_OPEN.match(lines[k].text):
+        quote = _DOCSTRING_OPEN.match(lines[k].text).group(1)  # type: ignore[union-attr]
+        first = lines[k].text.split(quote, 1)[1]
+        for n in range(MAX_DOCSTRING_LINES):
+            if k + n > hi:
+                break
+            out.append(k + n)
+            if quote in (first if n == 0 else lines[k + n].text):
+                break
+    return out
+
+
+def _code_text(lines: list[Line], picked: list[int]) -> str:
+    parts: list[str] = []
+    for n, k in enumerate(picked):
+        if n and k != picked[n - 1] + 1:
+            parts.append(" " * _indent(lines[k].text) + "...")
+        parts.append(lines[k].text)
+    return "\n".join(parts)
+
+
+def code_candidates(row: EvidenceRow, wanted: set[str]) -> list[Candidate]:
+    """One candidate per definition of a C0 row (methods of a long class count as definitions).
+
+    Args:
+        row: A C0 row.
+        wanted: Folded names and stems asked about (`fold_identifier`); a long definition shows the lines
+            that use them.
+    """
+    lines = aligned_lines(row)
+    if not lines:
+        return []
+    out: list[Candidate] = []
+
+    def visit(lo: int, hi: int, depth: int) -> None:
+        for a, b in _units(lines, lo, hi):
+            header = _header(lines, a, b)
+            name = next((m.group(1) for k in header if (m := _DEF.match(lines[k].text))), "")
+            size = b - a + 1
+            if size <= MAX_CODE_LINES or not header:
+                picked = list(range(a, min(b, a + MAX_CODE_LINES - 1) + 1))
+            else:
+                used = [k for k in range(a, b + 1) if k not in header and lines[k].text.strip()
+                        and _uses(lines[k].text, wanted)]
+                picked = sorted(set(header) | set(used[: MAX_CODE_LINES - len(header)]))
+            out.append(Candidate(row=row, kind="source", text=_code_text(lines, picked),
+                                 start_line=lines[picked[0]].number, end_line=lines[picked[-1]].number,
+                                 heading=name))
+            is_class = any(lines[k].text.lstrip().startswith("class ") for k in header)
+            if is_class and size > MAX_CODE_LINES and depth == 0 and header:
+                visit(header[-1] + 1, b, depth + 1)  # a long class: its methods are definitions too
+
+    visit(0, len(lines) - 1, 0)
+    return out
+
+
+_SPLIT_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def fold_identifier(word: str) -> str:
+    """`operationId`, `operation_id` and `OperationID` all fold to `operationid`."""
+    return word.replace("_", "").lower()
+
+
+def _uses(text: str, wanted: set[str]) -> bool:
+    for word in _IDENT.findall(text):
+        folded = fold_identifier(word)
+        if folded in wanted or any(part[:5].lower() in wanted for part in
+                                   _SPLIT_CAMEL.sub("_", word).split("_") if len(part) >= 3):
+            return True
+    return False
+
+
+def row_candidates(row: EvidenceRow, wanted: set[str]) -> list[Candidate]:
+    """All candidate passages of one evidence row."""
+    if row.layer == "D0_DOC_CHUNKS":
+        return docs_candidates(row)
+    if row.layer in LINE_ALIGNED:
+        return code_candidates(row, wanted)
+    text = quotable_text(row)
+    if not text.strip():
+        return []
+    heading = str(row.metadata.get("qname") or row.title or "")
+    return [Candidate(row=row, kind=row.layer, text=text, start_line=row.span_start, end_line=row.span_end,
+                      heading=heading if heading not in text else "")]
