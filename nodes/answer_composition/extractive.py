@@ -10,7 +10,7 @@ from nodes.intent_routing.models import RouteResult, Subintent
 
 MAX_FILES = 5
 MAX_NEAREST = 5
-SUPPORT_CHARS = 320
+SUPPORT_CHARS = 400
 """A supporting passage is cut (at a line) to this length: it adds a fact, it does not retell a page."""
 
 # Heading anchors of translated docs (`## Заголовок { #heading-id }`): ids, not words for a reader.

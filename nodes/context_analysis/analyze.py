@@ -33,9 +33,14 @@ from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult
 from nodes.terms import key_terms
 
-MAX_SUPPORTING = 2
+MAX_SUPPORTING = 3
 SUPPORT_RATIO = 0.25
 """A supporting passage scores at least this share of the lead's: weaker ones are noise, not support."""
+CLOSE_SUPPORT_RATIO = 0.6
+"""A support scoring this close to the lead is shown even without a new key term when it brings details the
+lead lacks (values, identifiers, options): they often sit in passages that repeat the question's words.
+Dev, five corpora, with MAX_SUPPORTING 3: honest key-fact coverage 0.277 → 0.316, answer length p50 864 →
+1,132 characters, passage precision 0.267 → 0.257."""
 MAX_PASSAGES = 6
 """Passages handed to the LLM (and to its analysis): the lead, the support, then the next best."""
 LEAD_MIN_CHARS = 240
@@ -141,11 +146,13 @@ def _only(q: Question, name: str) -> Question:
 
 
 def choose_passages(scored: Sequence[Scored], q: Question) -> tuple[list[Span], list[Span]]:
-    """The answer's passages (the lead, then ≤ MAX_SUPPORTING that add key terms it lacks) and the
+    """The answer's passages (the lead, then ≤ MAX_SUPPORTING that add key terms it lacks or score close to
+    it) and the
     LLM's pool (those, then the next best, ≤ MAX_PASSAGES), all non-overlapping."""
     chosen: list[Span] = []
     pool: list[Span] = []
     covered: set[str] = set()
+    details: set[str] = set()
     for item in scored:
         if item.score <= 0 or len(pool) >= MAX_PASSAGES:
             break
@@ -157,11 +164,22 @@ def choose_passages(scored: Sequence[Scored], q: Question) -> tuple[list[Span], 
         if not chosen:
             chosen.append(span)
             covered = topic
+            details = _details(span.text)
         elif (len(chosen) <= MAX_SUPPORTING and item.score >= SUPPORT_RATIO * chosen[0].score
-              and topic - covered):
+              and (topic - covered or (item.score >= CLOSE_SUPPORT_RATIO * chosen[0].score
+                                       and _details(span.text) - details))):
             chosen.append(span)
             covered |= topic
+            details |= _details(span.text)
     return chosen, pool
+
+
+_DETAIL = re.compile(r"`[^`]+`|\b\w*\d\w*\b|\b\w+_\w+\b|\b[a-z]+[A-Z]\w*|--[\w-]+")
+
+
+def _details(text: str) -> set[str]:
+    """What answers are made of: code spans, numbers, identifiers, options."""
+    return {m.group(0).strip("`").lower() for m in _DETAIL.finditer(text)}
 
 
 def _best_line(span: Span, q: Question) -> tuple[str, int]:

@@ -10,12 +10,14 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from nodes.context_analysis.analyze import MAX_SUPPORTING
 from nodes.context_analysis.models import Analysis, Span
 from nodes.context_analysis.text import fence_content
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.llm import parse_candidate
 from nodes.intent_routing.models import RouteResult
+
+MAX_CHOSEN = 3
+"""Passages the model may choose: a lead and two supports (it reads them all, so fewer, better ones)."""
 
 ANALYSIS_PROMPT = """You read numbered passages from one software project's documentation and code and \
 decide which of them answer the user's question.
@@ -65,7 +67,7 @@ def build_analysis_messages(request: str, analysis: Analysis,
                             system_prompt: str = ANALYSIS_PROMPT) -> list[BaseMessage]:
     """The system rules and a human message with the fenced passages, then the question last."""
     body = "<passages>\n" + fence_passages(analysis.passages, "passage") + "\n</passages>"
-    system = system_prompt.replace("{max_chosen}", str(MAX_SUPPORTING + 1))
+    system = system_prompt.replace("{max_chosen}", str(MAX_CHOSEN))
     return [SystemMessage(content=system), HumanMessage(content=f"{body}\n\nQuestion: {request}")]
 
 
@@ -73,7 +75,7 @@ def apply_choice(analysis: Analysis, choice: dict[str, Any] | None) -> Analysis 
     """The analysis with the model's choice applied, or None when the choice is not usable.
 
     Usable means: `sufficient` is a boolean; when true, at least one valid passage number (1-based,
-    within the pool; repeats and unknown numbers are dropped). At most MAX_SUPPORTING + 1 are kept.
+    within the pool; repeats and unknown numbers are dropped). At most MAX_CHOSEN are kept.
     """
     if not isinstance(choice, dict) or not isinstance(choice.get("sufficient"), bool):
         return None
@@ -84,7 +86,7 @@ def apply_choice(analysis: Analysis, choice: dict[str, Any] | None) -> Analysis 
         if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= len(analysis.passages) \
                 and n not in picked:
             picked.append(n)
-    picked = picked[: MAX_SUPPORTING + 1]
+    picked = picked[:MAX_CHOSEN]
     if not choice["sufficient"]:
         return analysis.model_copy(update={"sufficient": False, "spans": [], "analysed_by": "llm"})
     if not picked:
