@@ -146,11 +146,11 @@ async def test_unknown_session_fails_the_run_with_our_message(dev_server: DevSer
 
 
 @pytest.mark.parametrize(("context", "says"), [
-    ({"retriever": "bm25"}, "retriever: Extra inputs are not permitted"),
+    ({"llm_timeout_s": 0}, "llm_timeout_s: Input should be greater than 0"),
     ({"top_k": -3}, "top_k: Input should be greater than or equal to 1"),
     ({"top_k": "lots"}, "top_k: Input should be a valid integer"),
     ({"rag_session_id": 12345}, "rag_session_id: Input should be a valid string"),
-], ids=["retriever", "top_k-negative", "top_k-word", "session-int"])
+], ids=["timeout-zero", "top_k-negative", "top_k-word", "session-int"])
 async def test_bad_run_context_is_rejected_with_our_message(dev_server: DevServer, context: dict,
                                                             says: str) -> None:
     client = get_client(url=dev_server.url)
