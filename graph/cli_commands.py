@@ -13,11 +13,14 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graph.settings import Settings
 from graph.terminal import printable
 from stores.errors import InvalidQuestionError, LotsmanError
+
+if TYPE_CHECKING:  # the graph's modules load only when a command needs them (a fast `lotsman --help`)
+    from graph.deps import GraphDeps
 
 
 def session_name(value: str) -> str:
@@ -39,8 +42,8 @@ def positive_int(value: str) -> int:
 
 
 @contextmanager
-def open_deps(settings: Settings, *, production: bool = True) -> Iterator[Any]:
-    """`GraphDeps` whose connection pool is closed when the command ends.
+def open_deps(settings: Settings, *, production: bool = True) -> Iterator[GraphDeps]:
+    """`GraphDeps` whose connection pool and lane threads are released when the command ends.
 
     Left to the garbage collector, `ConnectionPool.__del__` may run on one of the pool's own worker threads
     and print `RuntimeError: cannot join current thread` after a successful command.
@@ -51,8 +54,7 @@ def open_deps(settings: Settings, *, production: bool = True) -> Iterator[Any]:
     try:
         yield deps
     finally:
-        if deps.db is not None:
-            deps.db.close()
+        deps.close()
 
 
 def _index(args: argparse.Namespace, settings: Settings) -> int:
