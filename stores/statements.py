@@ -41,10 +41,21 @@ def normalize_path(path: str) -> str:
     return p.lstrip("/")
 
 
+_LOWER_CAMEL = re.compile(r"\b[a-z]+(?:[A-Z][a-z0-9]*)+\b")
+_HUMP = re.compile(r"[A-Z]?[a-z0-9]+")
+
+
 def query_terms(text: str, *, min_len: int = 3) -> list[str]:
-    """Words of a query for lexical search (order kept, deduped, capped)."""
+    """Words of a query for lexical search (order kept, deduped, capped).
+
+    A lowerCamelCase word (`operationId`, `getApp`) also gives its parts: PostgreSQL's parser splits
+    snake_case (`operation_id` → operation, id) but keeps camelCase whole, so the code that spells the
+    name in Python's style would otherwise never match.
+    """
+    text = text[:MAX_QUERY_CHARS]
+    parts = " ".join(" ".join(_HUMP.findall(m.group(0))) for m in _LOWER_CAMEL.finditer(text))
     seen: dict[str, None] = {}
-    for match in _WORD.finditer(text[:MAX_QUERY_CHARS].lower()):
+    for match in _WORD.finditer(f"{text} {parts}".lower()):
         word = match.group(0).strip("_")
         if len(word) >= min_len and not word.isdigit():
             seen.setdefault(word, None)

@@ -71,3 +71,11 @@ def test_lexical_query_goes_through_the_or_tsquery_function_with_stop_lexemes() 
     stmt, params = RetrievalStatementBuilder("t").build_retrieve(
         "s", None, "Как настроить CORS", RetrieveFilters(), limit=5, stop_lexemes=["fastapi"])
     assert params["stop"] == ["fastapi"] and params["qtext"] == "как настроить cors"
+
+
+def test_lower_camel_case_words_also_give_their_parts() -> None:
+    """`operationId` must reach code that spells it `operation_id` (PostgreSQL splits snake_case only)."""
+    from stores.statements import query_terms
+
+    assert query_terms("Где вычисляется operationId?") == ["где", "вычисляется", "operationid", "operation"]
+    assert query_terms("APIRouter and get_app_dir") == ["apirouter", "and", "get_app_dir"]  # not lowerCamel
