@@ -191,6 +191,7 @@ def answer_composition(deps: GraphDeps) -> Node:
         citations = [c.model_dump() for c in answer.citations]
         return {
             "answer": answer.text, "citations": citations, "abstained": answer.abstained,
+            "citations_removed": list(answer.removed_citations),
             "messages": [AIMessage(content=answer.text, response_metadata={"citations": citations,
                                                                            "abstained": answer.abstained})],
         }

@@ -68,6 +68,8 @@ class OutputState(TypedDict, total=False):
     """The answer text (citations inline as `path:start-end`)."""
     citations: list[dict[str, Any]]
     """Verified citations: `{path, start_line, end_line}`, each inside retrieved evidence."""
+    citations_removed: list[str]
+    """Citations the LLM wrote outside the evidence it was shown, removed from the answer (`[]` offline)."""
     route: dict[str, Any]
     """The intent router's `RouteResult` (seed 002), as JSON."""
     abstained: bool

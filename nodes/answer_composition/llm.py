@@ -131,7 +131,7 @@ async def compose_with_llm(model: BaseChatModel, request: str, analysis: Analysi
         # half-way. Each has the same correct handling — the extractive answer — so none is propagated.
         return None
     shown = passage_rows(analysis) or list(rows)
-    clean, citations, _removed = verify_citations(text, shown)
+    clean, citations, removed = verify_citations(text, shown)
     if not clean or not citations:
         return None
-    return Answer(text=clean, citations=citations, abstained=False, mode="llm")
+    return Answer(text=clean, citations=citations, abstained=False, mode="llm", removed_citations=removed)

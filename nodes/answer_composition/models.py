@@ -36,3 +36,5 @@ class Answer(BaseModel):
     """True when the evidence does not answer the question and the text says so."""
     mode: AnswerMode = "extractive"
     """How the text was made: extractive quotes, the LLM, a FIND_FILES list, or "not found"."""
+    removed_citations: list[str] = Field(default_factory=list)
+    """Citations the model wrote that lie outside the passages it was shown (dropped from `text`)."""

@@ -148,6 +148,7 @@ async def test_streams_llm_answer_tokens_and_keeps_only_verified_citations(
     streamed = "".join(tokens)
     assert INVENTED in streamed  # what the model said ...
     assert INVENTED not in final["answer"]  # ... and what survived citation verification
+    assert any("docs/secret.md" in c for c in final["citations_removed"]), "the output says what was removed"
     assert final["citations"] and all(c["path"] == "docs/cors.md" for c in final["citations"])
     [cite] = final["citations"]
     assert f"[docs/cors.md:{cite['start_line']}-{cite['end_line']}]" in final["answer"]
