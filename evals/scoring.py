@@ -33,7 +33,7 @@ def plain(value: Any) -> Any:
 
 
 def _removed_count(state: dict[str, Any]) -> int | None:
-    # `citations_removed` is not in the output state yet (asked of the lead); until then the share is n/a.
+    # `citations_removed` lists what the verifier took out of an LLM answer ([] for extractive answers).
     removed = plain(state.get("citations_removed"))
     if removed is None:
         return None
