@@ -50,6 +50,13 @@ class Settings(BaseSettings):
     """Default embedder: `use` (USE-multilingual, 512), `e5` (multilingual-e5-small, 384),
     `gigachat`, `fake` (tests)."""
     embed_batch_size: int = 32
+    """Texts per embedding call while indexing."""
+    parse_workers: int | None = None
+    """Processes that parse files while indexing: unset → cores − 1 (1 to 4); 0 → on the indexing thread."""
+    db_pool_size: int = 8
+    """Connections in the process's one pool (every graph run, lane and index job of the process shares
+    it); `lotsman serve` replicas each open up to this many, so size the database's `max_connections`
+    at replicas × this + headroom."""
     max_file_bytes: int = 1_000_000
     default_session: str = "default"
     token_cap: int = 4096
