@@ -394,7 +394,8 @@ def _check_root(root: Path) -> Path:
 
 def index_repository(
     db: Database, root: Path, *, session_name: str, embedder: LotsmanEmbeddings, incremental: bool = True,
-    max_bytes: int = 1_000_000, batch_size: int = 32, progress: Progress | None = None, parse_workers: int | None = None,
+    max_bytes: int = 1_000_000, batch_size: int = 32, progress: Progress | None = None,
+    parse_workers: int | None = None,
 ) -> IndexReport:
     """Index `root` into the named session: incremental diff when it already has an index, else a snapshot.
 
