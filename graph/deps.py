@@ -150,7 +150,9 @@ class GraphDeps:
         # Sessions indexed before schema v5 have no stored stoplist yet: compute it once here.
         stop = session.stop_lexemes if session.stop_lexemes is not None else repository.frequent_lexemes(session)
         symbols = frozenset(repository.symbol_names(session))
-        adapter = RetrievalAdapter(repository, embedder, executor=self.lane_pool(), stop_lexemes=stop,
+        # The adapter's reads run under the lane budget; the one-off reads above (catalogs, symbols) do not.
+        lanes_repository = RagRepository(self.database(), statement_budget_ms=self.settings.lane_budget_ms or None)
+        adapter = RetrievalAdapter(lanes_repository, embedder, executor=self.lane_pool(), stop_lexemes=stop,
                                    layout=layout, symbols=symbols,
                                    exact_vectors=repository.embedded_rows(session) <= EXACT_SCAN_MAX_ROWS)
         return SessionBundle(session=session, adapter=adapter, router=router, symbols=symbols)

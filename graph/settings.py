@@ -62,6 +62,10 @@ class Settings(BaseSettings):
     token_cap: int = 4096
     top_k: int = 12
     """Evidence rows kept after fusion, before the token cap."""
+    lane_budget_ms: int = 2000
+    """A retrieval lane's statement that runs longer is cancelled by PostgreSQL and the question is answered
+    from the other lanes (0 → no budget). A safety net for pathological queries, far above normal lane
+    times (milliseconds to tens of milliseconds, `make bench`)."""
     gigachat: GigaChatSettings = Field(default_factory=GigaChatSettings)
     langsmith_tracing: bool = Field(default=False, validation_alias="LANGSMITH_TRACING")
     langsmith_api_key: SecretStr | None = Field(default=None, validation_alias="LANGSMITH_API_KEY")

@@ -96,6 +96,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="time e5's pure embedding on every corpus text instead of a 200-text sample")
     p.add_argument("--stdlib-embed-sample", type=int, default=1,
                    help="stdlib: embed every N-th text for the pure-embedding denominator (scaled up, 'est.')")
+    p.add_argument("--scale-1m", action="store_true",
+                   help="scale: also replicate to 1M rows (HNSW build of ~400k vectors: long on 2 cores)")
     p.add_argument("--out", default=str(PROJECT_ROOT / "out" / "bench.json"), help="JSON output file")
     p.add_argument("--traceback", action="store_true", help="print tracebacks of failures")
     args = p.parse_args(argv)

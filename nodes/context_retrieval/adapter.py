@@ -31,6 +31,7 @@ from nodes.context_retrieval.relax import RelaxStep, next_step, relax_plan
 from nodes.layout import RepoLayout, translate_prefixes
 from nodes.retrieval_policy import CodePlan, RetrievalPlan, RetrievalProfile
 from nodes.terms import key_terms
+from stores.errors import LaneBudgetExceeded
 from stores.layers import Layer
 from stores.repository import RagRepository
 from stores.sessions import RagSession
@@ -203,6 +204,15 @@ class RetrievalAdapter:
         def submit(name: str, fn: Callable[[], T]) -> Future[T]:
             return self.executor.submit(_timed, out.timings_ms, name, fn)
 
+        def result(future: Future[T], name: str, empty: T) -> T:
+            """A lane whose statement ran past the repository's budget was cancelled by PostgreSQL: the
+            request goes on with the other lanes (`<lane>:cancelled` in the timings says so)."""
+            try:
+                return future.result()
+            except LaneBudgetExceeded:
+                out.timings_ms[f"{name}:cancelled"] = out.timings_ms.get(name, 0.0)
+                return empty
+
         hints = list(plan.filters.target_doc_hints or [])
         names = named_terms(query)
         paths_f = submit("paths", lambda: self._path_lanes(session, plan, hints, file_names, on))
@@ -212,15 +222,16 @@ class RetrievalAdapter:
         ranked_f = submit("ranked", lambda: self._ranked(session, plan, query, embedding, on))
         code_plan = code_plan or (AMBIENT_CODE_PLAN if self.ambient_code else None)
         code_fs = self._submit_code_lanes(session, code_plan, query, embedding, submit) if on("code") else None
-        out.lanes.update(paths_f.result())
-        ranked, out.relaxation = ranked_f.result()
+        paths = result(paths_f, "paths", {})
+        out.lanes.update(paths)
+        ranked, out.relaxation = result(ranked_f, "ranked", ([], "hard"))
         for lane, rows in (("ranked", ranked), ("semantic", by_distance(ranked)), ("lexical", by_lexical(ranked))):
             if on(lane):
                 out.lanes[lane] = rows
         if code_fs is not None:
-            out.lanes["code"] = code_fs[0].result()
-            out.lanes["code_semantic"] = by_distance(code_fs[1].result())
-        out.absent_names = absent_f.result() if absent_f is not None else []
+            out.lanes["code"] = result(code_fs[0], "code", [])
+            out.lanes["code_semantic"] = by_distance(result(code_fs[1], "code_semantic", []))
+        out.absent_names = result(absent_f, "names", []) if absent_f is not None else []
         return out
 
     def _ranked(self, session: RagSession, plan: RetrievalPlan, query: str, embedding: list[float] | None,

@@ -948,3 +948,12 @@ def test_exact_files_normalise_paths(pool: Pool) -> None:
     assert rows and {r["path"] for r in rows} == {"docs/guide.md"}
     assert len({r["id"] for r in rows}) == len(rows)
     assert_own_rows(rows, own, pool.other_tokens(0))
+
+
+def test_a_statement_past_the_lane_budget_is_cancelled_by_postgres(db) -> None:
+    from stores.errors import LaneBudgetExceeded
+
+    repo = RagRepository(db, statement_budget_ms=50)
+    with pytest.raises(LaneBudgetExceeded, match="50 ms budget"):
+        repo._fetch("SELECT pg_sleep(2)", {})
+    assert repo._fetch("SELECT 1 AS one", {}) == [{"one": 1, "metadata": {}}]  # the connection is fine after
