@@ -180,17 +180,26 @@ class RetrievalAdapter:
         first = rank_rows(gathered.lanes, spec)
         known = [*(spec.code_plan.terms if spec.code_plan else []), *(self.layout.packages if self.layout else ())]
         names = doc_identifiers(first, self.symbols, exclude=known)
+        defined = code_names(first)
+        # Both look-ups side by side on the lane pool (they were the one sequential step after the lanes).
+        futures: dict[str, Future[list[dict[str, Any]]]] = {}
         if names:
-            gathered.lanes["bridge_code"] = _timed(gathered.timings_ms, "bridge_code", lambda: (
+            futures["bridge_code"] = self.executor.submit(_timed, gathered.timings_ms, "bridge_code", lambda: (
                 self.repository.retrieve_lexical_code(session, "", names=names, layers=BRIDGE_CODE_LAYERS,
                                                       limit=BRIDGE_ROWS)))
-        defined = code_names(first)
         if defined:
-            gathered.lanes["bridge_docs"] = _timed(gathered.timings_ms, "bridge_docs", lambda: by_lexical(
+            futures["bridge_docs"] = self.executor.submit(_timed, gathered.timings_ms, "bridge_docs", lambda: (
                 self.repository.retrieve(session, query_embedding=None, query_text=" ".join(defined),
                                          filters=RetrieveFilters(layers=(Layer.D0_DOC_CHUNKS.value,)),
                                          limit=BRIDGE_ROWS, candidates=BRIDGE_ROWS,
                                          stop_lexemes=self.stop_lexemes)))
+        for lane, future in futures.items():
+            try:
+                rows = future.result()
+            except LaneBudgetExceeded:
+                gathered.timings_ms[f"{lane}:cancelled"] = gathered.timings_ms.get(lane, 0.0)
+                continue
+            gathered.lanes[lane] = by_lexical(rows) if lane == "bridge_docs" else rows
 
     def gather_lanes(self, session: RagSession, plan: RetrievalPlan, code_plan: CodePlan | None, query: str, *,
                      file_names: Sequence[str] = (), lanes_enabled: Sequence[str] | None = None) -> GatheredLanes:
