@@ -33,6 +33,8 @@ class RagRepository:
         """
         self.db = db
         self.statement_budget_ms = statement_budget_ms
+        self.lexical_rank_cap: int | None = None
+        """Lexical matches ranked per set in `retrieve` (None → all); `GraphDeps` sets it for large sessions."""
 
     def _fetch(self, stmt, params: dict[str, Any], *, vector: bool = False) -> list[dict[str, Any]]:
         try:
@@ -70,6 +72,7 @@ class RagRepository:
         stmt, params = RetrievalStatementBuilder(session.table).build_retrieve(
             session.rag_session_id, query_embedding, query_text, filters or RetrieveFilters(),
             limit=limit, candidates=candidates, stop_lexemes=stop_lexemes, exact=exact,
+            rank_cap=self.lexical_rank_cap,
         )
         if not params:
             return []
