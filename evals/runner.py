@@ -62,7 +62,8 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
     session = session or session_name(label or corpus.resolve().name, emb.name)
     t0 = time.perf_counter()
     report = index_repository(deps.database(), corpus, session_name=session, embedder=emb,
-                              max_bytes=settings.max_file_bytes, batch_size=settings.embed_batch_size)
+                              max_bytes=settings.max_file_bytes, batch_size=settings.embed_batch_size,
+                              parse_workers=settings.parse_workers)
     index_s = time.perf_counter() - t0
     graph = build_graph(deps, checkpointer=InMemorySaver())
     context = eval_context(session, retriever, settings)

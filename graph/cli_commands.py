@@ -78,7 +78,8 @@ def _index(args: argparse.Namespace, settings: Settings) -> int:
                     delete_session(conn, args.session)
         report = index_repository(db, root, session_name=args.session, embedder=embedder,
                                   incremental=not args.full, max_bytes=settings.max_file_bytes,
-                                  batch_size=settings.embed_batch_size, progress=ProgressBar())
+                                  batch_size=settings.embed_batch_size, progress=ProgressBar(),
+                                  parse_workers=settings.parse_workers)
     if args.json:
         from graph.index_graph import report_dict
 

@@ -33,10 +33,17 @@ from stores.sessions import RagSession, get_session
 
 LANE_WORKERS = 6
 """Threads of the shared lane pool: each request runs up to five lane queries at once."""
-EXACT_SCAN_MAX_ROWS = 20_000
-"""Sessions with at most this many vectors are searched exactly: a few milliseconds, exact neighbours, and
-results that do not depend on other sessions' rows in the shared HNSW index (measured: on a database
-holding five eval corpora, 16 of 51 atlas-pm cases got different evidence than on one holding it alone)."""
+EXACT_SCAN_MAX_ROWS = 10_000
+"""Sessions with at most this many vectors are searched exactly: exact neighbours, and results that do not
+depend on other sessions' rows in the shared HNSW index (measured: on a database holding five eval corpora,
+16 of 51 atlas-pm cases got different evidence than on one holding it alone). The scan costs ~5 µs per
+512-d vector on the shared 2 cores (24,675 stdlib vectors: p50 138 ms, against 9–22 ms through HNSW at
+recall 0.98–0.99), so 20k made the largest exact sessions several times slower than HNSW; at 10k it stays
+under ~50 ms. Every eval corpus (≤ ~2k vectors) is still exact. `make bench` (`scale`) reports both."""
+LEXICAL_RANK_CAP = 1000
+"""Sessions above `EXACT_SCAN_MAX_ROWS` rank at most this many lexical matches per set (`build_retrieve`
+`rank_cap`): a common word matched 4,117 stdlib rows and ranking them took 85 ms. Small sessions (every
+eval corpus) still rank every match, so their results do not change."""
 GENERATIONS_KEPT = 2
 """Bundles kept per session: the current generation and the one a turn in flight may still read."""
 
@@ -150,9 +157,14 @@ class GraphDeps:
         # Sessions indexed before schema v5 have no stored stoplist yet: compute it once here.
         stop = session.stop_lexemes if session.stop_lexemes is not None else repository.frequent_lexemes(session)
         symbols = frozenset(repository.symbol_names(session))
-        adapter = RetrievalAdapter(repository, embedder, executor=self.lane_pool(), stop_lexemes=stop,
+        # The adapter's reads run under the lane budget; the one-off reads above (catalogs, symbols) do not.
+        lanes_repository = RagRepository(self.database(), statement_budget_ms=self.settings.lane_budget_ms or None)
+        exact = repository.embedded_rows(session) <= EXACT_SCAN_MAX_ROWS
+        if not exact:  # a large session: rank at most this many lexical matches per set (small ones rank all)
+            lanes_repository.lexical_rank_cap = LEXICAL_RANK_CAP
+        adapter = RetrievalAdapter(lanes_repository, embedder, executor=self.lane_pool(), stop_lexemes=stop,
                                    layout=layout, symbols=symbols,
-                                   exact_vectors=repository.embedded_rows(session) <= EXACT_SCAN_MAX_ROWS)
+                                   exact_vectors=exact)
         return SessionBundle(session=session, adapter=adapter, router=router, symbols=symbols)
 
 

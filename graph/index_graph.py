@@ -75,7 +75,7 @@ def build_index_graph(deps: GraphDeps | None = None) -> Any:
             index_repository, deps.database(), Path(request.path),
             session_name=request.session or settings.default_session, embedder=embedder,
             incremental=request.incremental, max_bytes=settings.max_file_bytes,
-            batch_size=settings.embed_batch_size,
+            batch_size=settings.embed_batch_size, parse_workers=settings.parse_workers,
         )
         return {"report": report_dict(report)}
 

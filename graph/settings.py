@@ -50,11 +50,22 @@ class Settings(BaseSettings):
     """Default embedder: `use` (USE-multilingual, 512), `e5` (multilingual-e5-small, 384),
     `gigachat`, `fake` (tests)."""
     embed_batch_size: int = 32
+    """Texts per embedding call while indexing."""
+    parse_workers: int | None = None
+    """Processes that parse files while indexing: unset → cores − 1 (1 to 4); 0 → on the indexing thread."""
+    db_pool_size: int = 8
+    """Connections in the process's one pool (every graph run, lane and index job of the process shares
+    it); `lotsman serve` replicas each open up to this many, so size the database's `max_connections`
+    at replicas × this + headroom."""
     max_file_bytes: int = 1_000_000
     default_session: str = "default"
     token_cap: int = 4096
     top_k: int = 12
     """Evidence rows kept after fusion, before the token cap."""
+    lane_budget_ms: int = 2000
+    """A retrieval lane's statement that runs longer is cancelled by PostgreSQL and the question is answered
+    from the other lanes (0 → no budget). A safety net for pathological queries, far above normal lane
+    times (milliseconds to tens of milliseconds, `make bench`)."""
     gigachat: GigaChatSettings = Field(default_factory=GigaChatSettings)
     langsmith_tracing: bool = Field(default=False, validation_alias="LANGSMITH_TRACING")
     langsmith_api_key: SecretStr | None = Field(default=None, validation_alias="LANGSMITH_API_KEY")

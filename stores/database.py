@@ -314,9 +314,11 @@ class Database:
 
     @classmethod
     def from_settings(cls, settings) -> Database:  # settings: graph.settings.Settings
+        """The process's one pool, `settings.db_pool_size` connections at most."""
+        size = max(2, int(getattr(settings, "db_pool_size", 8)))
         if settings.database_url:
-            return cls(settings.database_url)
-        return cls(start_embedded(settings.data_dir), hint=EMBEDDED_HINT)
+            return cls(settings.database_url, max_size=size)
+        return cls(start_embedded(settings.data_dir), max_size=size, hint=EMBEDDED_HINT)
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:

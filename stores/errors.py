@@ -77,6 +77,11 @@ class SessionBusyError(LotsmanError):
     exit_code = 6
 
 
+class LaneBudgetExceeded(LotsmanError):
+    """A retrieval statement ran past its time budget and PostgreSQL cancelled it (`statement_timeout`):
+    the adapter answers from the other lanes instead of waiting."""
+
+
 def database_lost(exc: BaseException) -> DatabaseUnavailableError | None:
     """A one-line `DatabaseUnavailableError` for psycopg/pool failures mid-run (server stopped), else None.
 

@@ -166,6 +166,10 @@ def ensure_tables(conn: psycopg.Connection) -> int:
     Returns:
         The schema version now in place.
     """
+    if _current_version(conn) == SCHEMA_VERSION:
+        # Up to date: no DDL, no lock. Also what lets the QA graph start on a read replica (a hot standby
+        # refuses even `CREATE TABLE IF NOT EXISTS`).
+        return SCHEMA_VERSION
     with conn.transaction():
         # One schema change at a time across processes.
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('lotsman_schema'))")
@@ -187,6 +191,15 @@ def ensure_tables(conn: psycopg.Connection) -> int:
             (SCHEMA_VERSION,),
         )
     return SCHEMA_VERSION
+
+
+def _current_version(conn: psycopg.Connection) -> int | None:
+    """The recorded schema version, or None before the first `ensure_tables` (read-only query)."""
+    with conn.transaction():
+        if conn.execute("SELECT to_regclass('rag_schema_version')").fetchone() == (None,):
+            return None
+        row = conn.execute("SELECT version FROM rag_schema_version").fetchone()
+    return row[0] if row else None
 
 
 def existing_spaces(conn: psycopg.Connection) -> list[int]:

@@ -37,7 +37,7 @@ from evals.bench.common import (  # noqa: E402
     load_average,
 )
 
-SECTIONS = ("embedders", "hnsw", "index", "retrieval", "ask")
+SECTIONS = ("embedders", "hnsw", "index", "retrieval", "ask", "stdlib", "scale", "clients")
 
 
 @dataclass
@@ -94,6 +94,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="skip the e5 cold index (7–11 min on 2 cores); e5 throughput is still measured")
     p.add_argument("--full-e5-embed", action="store_true",
                    help="time e5's pure embedding on every corpus text instead of a 200-text sample")
+    p.add_argument("--stdlib-embed-sample", type=int, default=1,
+                   help="stdlib: embed every N-th text for the pure-embedding denominator (scaled up, 'est.')")
+    p.add_argument("--scale-1m", action="store_true",
+                   help="scale: also replicate to 1M rows (HNSW build of ~400k vectors: long on 2 cores)")
     p.add_argument("--out", default=str(PROJECT_ROOT / "out" / "bench.json"), help="JSON output file")
     p.add_argument("--traceback", action="store_true", help="print tracebacks of failures")
     args = p.parse_args(argv)
@@ -215,6 +219,18 @@ def _run_section(name: str, report: Report, ctx: Ctx) -> None:
         from evals.bench import ask
 
         ask.run(report, ctx)
+    elif name == "stdlib":
+        from evals.bench import stdlib
+
+        stdlib.run(report, ctx)
+    elif name == "scale":
+        from evals.bench import scale
+
+        scale.run(report, ctx)
+    elif name == "clients":
+        from evals.bench import clients
+
+        clients.run(report, ctx)
 
 
 if __name__ == "__main__":

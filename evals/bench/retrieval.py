@@ -161,8 +161,10 @@ def run(report: Report, ctx: Any) -> dict[str, Any]:
                f"{len(questions)} questions × {rounds} rounds, adapter and plain search alternating; "
                f"code plan on {sum(1 for i in items if i['code_plan'])} of them")
     report.say(f"query embedding with use (not in the figures below): {fmt_lat(out['query_embedding_ms'])}")
-    report.say("adapter: ranking SQL with hnsw.ef_search=100 + iterative scan, code lane, fusion, gate, cap; "
-               "plain: PGVectorStore defaults (ef_search 40), top 10")
+    from stores.repository import HNSW_EF_SEARCH
+
+    report.say(f"adapter: ranking SQL with hnsw.ef_search={HNSW_EF_SEARCH} + iterative scan, code lane, fusion, "
+               "gate, cap; plain: PGVectorStore defaults (ef_search 40), top 10")
 
     engine = PGEngine.from_connection_string(url=sqlalchemy_url(ctx.url))
     rng = np.random.default_rng(7)

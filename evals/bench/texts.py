@@ -122,3 +122,29 @@ QUESTIONS: tuple[str, ...] = (
     "How do I read environment variables for settings?",
     "How do I run the app behind a proxy with a path prefix?",
 )
+
+STDLIB_QUESTIONS: tuple[str, ...] = (
+    # Russian
+    "Как asyncio планирует колбэки в цикле событий?",
+    "Где реализована сериализация в json.dumps?",
+    "Как работает блокировка в модуле threading?",
+    "Как subprocess.run ждёт завершения процесса и читает вывод?",
+    "Как pathlib соединяет части пути?",
+    "Что делает functools.lru_cache и как он хранит результаты?",
+    "Как logging выбирает обработчик для сообщения?",
+    "Как модуль http.server разбирает заголовки запроса?",
+    "Где объявлен класс OrderedDict?",
+    "Как argparse разбирает позиционные аргументы?",
+    # English
+    "How does the email parser handle multipart messages?",
+    "How does shutil.copytree copy directories recursively?",
+    "Where is the dataclass decorator implemented?",
+    "How does the tarfile module read compressed archives?",
+    "How does urllib.parse split a URL into components?",
+    "What does contextlib.contextmanager do with the generator?",
+    "How does the csv reader handle quoted fields?",
+    "How are zipfile entries decompressed?",
+    "How does typing resolve forward references?",
+    "How does the pickle module serialize class instances?",
+)
+"""Questions about the Python standard library (the `stdlib` and `scale` sections)."""

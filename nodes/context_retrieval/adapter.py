@@ -32,6 +32,7 @@ from nodes.conversation_understanding import is_generic_term
 from nodes.layout import RepoLayout, about_the_project, overview_request, translate_prefixes
 from nodes.retrieval_policy import CodePlan, RetrievalPlan, RetrievalProfile
 from nodes.terms import key_terms
+from stores.errors import LaneBudgetExceeded
 from stores.layers import Layer
 from stores.repository import RagRepository
 from stores.sessions import RagSession
@@ -186,17 +187,26 @@ class RetrievalAdapter:
         first = rank_rows(gathered.lanes, spec)
         known = [*(spec.code_plan.terms if spec.code_plan else []), *(self.layout.packages if self.layout else ())]
         names = doc_identifiers(first, self.symbols, exclude=known)
+        defined = code_names(first)
+        # Both look-ups side by side on the lane pool (they were the one sequential step after the lanes).
+        futures: dict[str, Future[list[dict[str, Any]]]] = {}
         if names:
-            gathered.lanes["bridge_code"] = _timed(gathered.timings_ms, "bridge_code", lambda: (
+            futures["bridge_code"] = self.executor.submit(_timed, gathered.timings_ms, "bridge_code", lambda: (
                 self.repository.retrieve_lexical_code(session, "", names=names, layers=BRIDGE_CODE_LAYERS,
                                                       limit=BRIDGE_ROWS)))
-        defined = code_names(first)
         if defined:
-            gathered.lanes["bridge_docs"] = _timed(gathered.timings_ms, "bridge_docs", lambda: by_lexical(
+            futures["bridge_docs"] = self.executor.submit(_timed, gathered.timings_ms, "bridge_docs", lambda: (
                 self.repository.retrieve(session, query_embedding=None, query_text=" ".join(defined),
                                          filters=RetrieveFilters(layers=(Layer.D0_DOC_CHUNKS.value,)),
                                          limit=BRIDGE_ROWS, candidates=BRIDGE_ROWS,
                                          stop_lexemes=self.stop_lexemes)))
+        for lane, future in futures.items():
+            try:
+                rows = future.result()
+            except LaneBudgetExceeded:
+                gathered.timings_ms[f"{lane}:cancelled"] = gathered.timings_ms.get(lane, 0.0)
+                continue
+            gathered.lanes[lane] = by_lexical(rows) if lane == "bridge_docs" else rows
 
     def gather_lanes(self, session: RagSession, plan: RetrievalPlan, code_plan: CodePlan | None, query: str, *,
                      file_names: Sequence[str] = (), lanes_enabled: Sequence[str] | None = None) -> GatheredLanes:
@@ -210,6 +220,15 @@ class RetrievalAdapter:
         def submit(name: str, fn: Callable[[], T]) -> Future[T]:
             return self.executor.submit(_timed, out.timings_ms, name, fn)
 
+        def result(future: Future[T], name: str, empty: T) -> T:
+            """A lane whose statement ran past the repository's budget was cancelled by PostgreSQL: the
+            request goes on with the other lanes (`<lane>:cancelled` in the timings says so)."""
+            try:
+                return future.result()
+            except LaneBudgetExceeded:
+                out.timings_ms[f"{name}:cancelled"] = out.timings_ms.get(name, 0.0)
+                return empty
+
         hints = list(plan.filters.target_doc_hints or [])
         names = named_terms(query)
         paths_f = submit("paths", lambda: self._path_lanes(session, plan, query, hints, file_names, on))
@@ -219,15 +238,16 @@ class RetrievalAdapter:
         ranked_f = submit("ranked", lambda: self._ranked(session, plan, query, embedding, on))
         code_plan = code_plan or (AMBIENT_CODE_PLAN if self.ambient_code else None)
         code_fs = self._submit_code_lanes(session, code_plan, query, embedding, submit) if on("code") else None
-        out.lanes.update(paths_f.result())
-        ranked, out.relaxation = ranked_f.result()
+        paths = result(paths_f, "paths", {})
+        out.lanes.update(paths)
+        ranked, out.relaxation = result(ranked_f, "ranked", ([], "hard"))
         for lane, rows in (("ranked", ranked), ("semantic", by_distance(ranked)), ("lexical", by_lexical(ranked))):
             if on(lane):
                 out.lanes[lane] = rows
         if code_fs is not None:
-            out.lanes["code"] = code_fs[0].result()
-            out.lanes["code_semantic"] = by_distance(code_fs[1].result())
-        out.absent_names = absent_f.result() if absent_f is not None else []
+            out.lanes["code"] = result(code_fs[0], "code", [])
+            out.lanes["code_semantic"] = by_distance(result(code_fs[1], "code_semantic", []))
+        out.absent_names = result(absent_f, "names", []) if absent_f is not None else []
         return out
 
     def _overview(self, plan: RetrievalPlan, query: str) -> bool:

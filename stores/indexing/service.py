@@ -21,9 +21,9 @@ from stores.database import Database
 from stores.embedders import LotsmanEmbeddings
 from stores.errors import IndexingError, SessionNotFoundError
 from stores.indexing import cache, jobs, writer
-from stores.indexing.code_pipeline import CodeParseError, index_python
-from stores.indexing.docs_pipeline import index_markdown
+from stores.indexing.code_pipeline import CodeParseError
 from stores.indexing.files import SkippedFile, SourceFile, collect_files, read_source_file
+from stores.indexing.parsing import parse_file, parse_files
 from stores.indexing.records import ChunkRecord
 from stores.repository import RagRepository
 from stores.schema import ensure_tables
@@ -35,6 +35,10 @@ from stores.sessions import (
     job_lock_key,
     save_stop_lexemes,
 )
+
+CACHE_FLUSH_FILES = 32
+CACHE_FLUSH_S = 2.0
+"""Blob-cache entries are committed after this many files or seconds, whichever comes first."""
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stage is "parse", "embed" or "write"."""
@@ -94,13 +98,6 @@ class _Prepared:
             yield record, self.source.blob_sha, vec
 
 
-def parse_file(source: SourceFile) -> tuple[list[ChunkRecord], list[str]]:
-    """Run the pipeline that fits the file; raises `CodeParseError` for broken Python."""
-    index = index_python if source.path.endswith(".py") else index_markdown
-    result = index(source.path, source.text)
-    return list(result.records), list(result.warnings)
-
-
 class _Embedder:
     """Batches texts and embeds them on one background thread (the models use both cores themselves)."""
 
@@ -151,38 +148,39 @@ class _Embedder:
 
 def _prepare(
     db: Database, files: list[SourceFile], embedder: LotsmanEmbeddings, report: IndexReport,
-    emb: _Embedder, progress: Progress | None,
+    emb: _Embedder, progress: Progress | None, workers: int | None = None,
 ) -> list[_Prepared]:
+    """Cache hits first (ready to write at once), then every other file parsed in worker processes,
+    its texts queued for the embedder as soon as it is parsed."""
     keys = [cache.cache_key(f.blob_sha, f.path, embedder.name) for f in files]
     with db.connection() as conn:
         cached = cache.load_cached(conn, keys, embedder.dim)
     prepared: list[_Prepared] = []
+    to_parse: list[tuple[SourceFile, str]] = []
     t0 = time.perf_counter()
-    for n, (source, key) in enumerate(zip(files, keys, strict=True), 1):
+    for source, key in zip(files, keys, strict=True):
         hit = cached.get(key)
-        if hit is not None:
-            report.cache_hits += 1
-            warnings = hit.warnings if hit.warnings is not None else _rewarn(source)
-            report.warnings.extend(f"{source.path}: {w}" for w in warnings)
-            prepared.append(_Prepared(source, key, hit.records, hit.vectors, from_cache=True))
+        if hit is None:
+            to_parse.append((source, key))
             continue
-        try:
-            records, warnings = parse_file(source)
-        except CodeParseError as exc:
-            report.skipped.append(SkippedFile(source.path, str(exc)))
-            continue
-        except RecursionError:
-            report.skipped.append(SkippedFile(source.path, "too deeply nested to parse"))
+        report.cache_hits += 1
+        warnings = hit.warnings if hit.warnings is not None else _rewarn(source)
+        report.warnings.extend(f"{source.path}: {w}" for w in warnings)
+        prepared.append(_Prepared(source, key, hit.records, hit.vectors, from_cache=True))
+    outcomes = parse_files([s for s, _ in to_parse], workers)
+    for n, ((source, key), outcome) in enumerate(zip(to_parse, outcomes, strict=True), 1):
+        if progress:
+            progress("parse", n, len(to_parse))
+        if outcome.skip_reason is not None:
+            report.skipped.append(SkippedFile(source.path, outcome.skip_reason))
             continue
         report.parsed += 1
-        report.warnings.extend(f"{source.path}: {w}" for w in warnings)
-        item = _Prepared(source, key, records, warnings=warnings)
-        texts = [r.embed_text or r.content for r in records if r.embed]
+        report.warnings.extend(f"{source.path}: {w}" for w in outcome.warnings)
+        item = _Prepared(source, key, outcome.records, warnings=outcome.warnings)
+        texts = [r.embed_text or r.content for r in outcome.records if r.embed]
         if texts:
             emb.add(item, texts)
         prepared.append(item)
-        if progress:
-            progress("parse", n, len(files))
     emb.close()
     report.timings["parse"] = time.perf_counter() - t0
     return prepared
@@ -199,11 +197,15 @@ def _rewarn(source: SourceFile) -> list[str]:
 
 def _write(db: Database, session: RagSession, generation: int, prepared: list[_Prepared], report: IndexReport,
            emb: _Embedder, *, replace_paths: list[str] | None) -> None:
-    """Write rows: a whole new generation (snapshot) or, for changes, replace the given paths in place."""
+    """Write rows: a whole new generation (snapshot) or, for changes, replace the given paths in place.
+
+    The rows go into one transaction (readers see the whole job or none of it), but each file's parse and
+    vectors enter the blob cache in their own small commits as they are written: a job killed half-way
+    leaves half its embeddings behind, and the next run embeds only the rest.
+    """
     layers: Counter[str] = Counter()
     t0 = time.perf_counter()
-    new_cache = []
-    new_warnings: dict[str, list[str]] = {}
+    flusher = _CacheFlusher(db, emb.embedder.name)
 
     def rows():
         for item in prepared:
@@ -211,19 +213,40 @@ def _write(db: Database, session: RagSession, generation: int, prepared: list[_P
                 layers[row[0].layer.value] += 1
                 yield row
             if not item.from_cache:
-                new_cache.append((item.key, item.source.blob_sha, item.source.path, emb.embedder.name,
-                                  item.records, item.vectors))
-                new_warnings[item.key] = item.warnings
+                flusher.add(item)
 
     with db.connection() as conn:
         if replace_paths is not None:
             writer.delete_paths(conn, session.table, session.rag_session_id, generation, replace_paths)
         report.rows_written = writer.copy_rows(conn, session.table, session.rag_session_id, generation, rows())
-        cache.store_cached(conn, new_cache, new_warnings)
+        flusher.flush()
     report.embedded = emb.done
     report.rows_per_layer = dict(sorted(layers.items()))
     report.timings["embed"] = emb.seconds
     report.timings["write"] = max(0.0, time.perf_counter() - t0 - emb.seconds)
+
+
+class _CacheFlusher:
+    """Stores finished files in the blob cache, committed every `CACHE_FLUSH_FILES` files or seconds."""
+
+    def __init__(self, db: Database, embedder_name: str) -> None:
+        self.db, self.embedder_name = db, embedder_name
+        self.entries: list[tuple[str, str, str, str, list[ChunkRecord], np.ndarray | None]] = []
+        self.warnings: dict[str, list[str]] = {}
+        self.last = time.monotonic()
+
+    def add(self, item: _Prepared) -> None:
+        self.entries.append((item.key, item.source.blob_sha, item.source.path, self.embedder_name,
+                             item.records, item.vectors))
+        self.warnings[item.key] = item.warnings
+        if len(self.entries) >= CACHE_FLUSH_FILES or time.monotonic() - self.last >= CACHE_FLUSH_S:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.entries:
+            with self.db.connection() as conn:  # its own transaction, committed now
+                cache.store_cached(conn, self.entries, self.warnings)
+        self.entries, self.warnings, self.last = [], {}, time.monotonic()
 
 
 def _session_lock(db: Database, session: RagSession):
@@ -282,7 +305,7 @@ def _skips(report: IndexReport) -> list[dict]:
 
 def index_snapshot(
     db: Database, session: RagSession, root: Path, embedder: LotsmanEmbeddings, *, max_bytes: int = 1_000_000,
-    batch_size: int = 32, progress: Progress | None = None,
+    batch_size: int = 32, progress: Progress | None = None, parse_workers: int | None = None,
 ) -> IndexReport:
     """Build a complete new index of `root` and swap it in atomically (readers never see it half-built)."""
     session.check_embedder(embedder.name, embedder.dim)
@@ -297,7 +320,7 @@ def index_snapshot(
         with db.connection() as conn:
             writer.discard_generation(conn, session.table, session.rag_session_id, new)  # a failed earlier run
         emb = _Embedder(embedder, batch_size, progress)
-        prepared = _prepare(db, collected.files, embedder, report, emb, progress)
+        prepared = _prepare(db, collected.files, embedder, report, emb, progress, parse_workers)
         report.files_indexed = len(prepared)
         try:
             _write(db, session, new, prepared, report, emb, replace_paths=None)
@@ -315,7 +338,7 @@ def index_snapshot(
 def index_changes(
     db: Database, session: RagSession, root: Path, upserts: list[str], deletes: list[str],
     embedder: LotsmanEmbeddings, *, max_bytes: int = 1_000_000, batch_size: int = 32,
-    progress: Progress | None = None,
+    progress: Progress | None = None, parse_workers: int | None = None,
 ) -> IndexReport:
     """Apply a diff: re-index `upserts` (paths relative to `root`) and drop `deletes`, in one transaction."""
     session.check_embedder(embedder.name, embedder.dim)
@@ -332,7 +355,7 @@ def index_changes(
         report.files_seen = len(upserts) + len(deletes)
         generation = get_session_fresh(db, session).active_generation
         emb = _Embedder(embedder, batch_size, progress)
-        prepared = _prepare(db, sources, embedder, report, emb, progress)
+        prepared = _prepare(db, sources, embedder, report, emb, progress, parse_workers)
         report.files_indexed = len(prepared)
         report.files_deleted = len(deletes)
         # A file that became unindexable (a syntax error mid-edit, turned binary) keeps its last good rows:
@@ -372,6 +395,7 @@ def _check_root(root: Path) -> Path:
 def index_repository(
     db: Database, root: Path, *, session_name: str, embedder: LotsmanEmbeddings, incremental: bool = True,
     max_bytes: int = 1_000_000, batch_size: int = 32, progress: Progress | None = None,
+    parse_workers: int | None = None,
 ) -> IndexReport:
     """Index `root` into the named session: incremental diff when it already has an index, else a snapshot.
 
@@ -381,6 +405,7 @@ def index_repository(
         session_name: created on first use with this embedder.
         embedder: must match the session's recorded embedder.
         incremental: False forces a full snapshot (still reusing the blob cache).
+        parse_workers: processes that parse files (None → cores − 1, at most 4; 0 → on this thread).
     """
     root = _check_root(root)
     with db.connection() as conn:
@@ -388,7 +413,7 @@ def index_repository(
         session = get_or_create_session(conn, session_name, embedder.name, embedder.dim, root_path=str(root))
     if not incremental or session.active_generation == 0:
         return index_snapshot(db, session, root, embedder, max_bytes=max_bytes, batch_size=batch_size,
-                              progress=progress)
+                              progress=progress, parse_workers=parse_workers)
     collected = collect_files(root, max_bytes=max_bytes)
     with db.connection() as conn:
         indexed = writer.indexed_blobs(conn, session.table, session.rag_session_id, session.active_generation)
@@ -401,7 +426,7 @@ def index_repository(
     # Files that produce no rows are never "indexed": skip them when the cache already knows them.
     upserts = _drop_known_empty(db, collected.files, upserts, embedder)
     report = index_changes(db, session, root, upserts, deletes, embedder, max_bytes=max_bytes,
-                           batch_size=batch_size, progress=progress)
+                           batch_size=batch_size, progress=progress, parse_workers=parse_workers)
     report.skipped = list(collected.skipped) + report.skipped
     report.files_unchanged = len(current) - len(upserts)
     report.files_seen = len(collected.files) + len(collected.skipped)

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 import psycopg
+from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
@@ -13,6 +14,7 @@ from stores.indexing.records import ChunkRecord
 
 COLUMNS = ("rag_session_id", "generation", "layer", "path", "title", "content", "metadata_json",
            "span_start", "span_end", "blob_sha", "embedding")
+COLUMN_TYPES = ("text", "int4", "text", "text", "text", "text", "jsonb", "int4", "int4", "text", "vector")
 
 
 def _clean(text: str) -> str:
@@ -26,15 +28,20 @@ def copy_rows(
 ) -> int:
     """COPY (record, blob_sha, vector) rows into `table`; returns how many were written."""
     n = 0
-    stmt = sql.SQL("COPY {} ({}) FROM STDIN").format(
+    # Binary COPY: a vector goes over as 512 big-endian floats in one `tobytes()`, where the text format
+    # spent ~0.5 ms of Python (holding the GIL) formatting each one.
+    stmt = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
         sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, COLUMNS))
     )
+    if conn.adapters.types.get("vector") is None:
+        register_vector(conn)
     with conn.cursor() as cur, cur.copy(stmt) as copy:
+        copy.set_types(list(COLUMN_TYPES))
         for record, blob_sha, vector in rows:
             copy.write_row((
                 session_id, generation, record.layer.value, record.path, _clean(record.title)[:500],
                 _clean(record.content), Jsonb(record.metadata), record.span_start, record.span_end, blob_sha,
-                None if vector is None else "[" + ",".join(f"{x:.6g}" for x in vector.tolist()) + "]",
+                None if vector is None else np.asarray(vector, dtype=np.float32),
             ))
             n += 1
     return n

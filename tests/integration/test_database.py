@@ -49,6 +49,14 @@ def test_create_extension_vector_on_embedded_server(pg_url: str) -> None:
     assert distance is not None and distance[0] == pytest.approx(1.0)
 
 
+def test_an_up_to_date_schema_needs_no_ddl_so_a_read_replica_can_start(db: Database, pg_url: str) -> None:
+    with db.connection() as conn:
+        ensure_tables(conn)
+    # A hot standby refuses DDL like a read-only session does.
+    with psycopg.connect(pg_url, options="-c default_transaction_read_only=on") as conn:
+        assert ensure_tables(conn) == SCHEMA_VERSION
+
+
 def test_ensure_tables_is_idempotent_and_versioned(db: Database) -> None:
     with db.connection() as conn:
         assert ensure_tables(conn) == SCHEMA_VERSION

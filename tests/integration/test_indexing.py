@@ -794,3 +794,47 @@ def test_cache_entries_from_before_v6_still_report_their_warnings(db: Database, 
 
     assert second.cache_hits == 1 and second.embedded == 0, "re-parsed for warnings, vectors from the cache"
     assert second.warnings == first.warnings
+
+
+class CountingExplodingEmbeddings(FakeEmbeddings):
+    """Embeds `good_calls` batches, then fails (a job killed half-way); counts the texts it embedded."""
+
+    def __init__(self, good_calls: int | None = None) -> None:
+        super().__init__()
+        self.calls, self.texts, self.good_calls = 0, 0, good_calls
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        if self.good_calls is not None and self.calls > self.good_calls:
+            raise RuntimeError("killed half-way")
+        self.texts += len(texts)
+        return super().embed_documents(texts)
+
+
+def test_a_job_that_dies_half_way_leaves_its_embeddings_in_the_cache(db: Database, tmp_path: Path,
+                                                                       session_name: str, monkeypatch) -> None:
+    from stores.indexing import service
+
+    monkeypatch.setattr(service, "CACHE_FLUSH_FILES", 1)  # commit every finished file
+    tag = uuid.uuid4().hex
+    for i in range(8):
+        (tmp_path / f"page{i}.md").write_text(
+            f"# Page {i} {tag}\n\n## Part one\n\nText {i} about topic {tag}.\n\n## Part two\n\nMore text {i}.\n",
+            encoding="utf-8")
+    try:
+        with pytest.raises(RuntimeError, match="killed half-way"):
+            index_repository(db, tmp_path, session_name=session_name, embedder=CountingExplodingEmbeddings(4),
+                             batch_size=2)
+        with db.connection() as conn:
+            cached = conn.execute("SELECT count(*) FROM rag_blob_cache WHERE records::text LIKE %s",
+                                  (f"%{tag}%",)).fetchone()[0]
+        assert cached >= 1, "files finished before the failure are in the blob cache"
+
+        resumed_embedder = CountingExplodingEmbeddings()
+        resumed = index_repository(db, tmp_path, session_name=session_name, embedder=resumed_embedder, batch_size=2)
+        total = sum(embed_count(tmp_path, f"page{i}.md") for i in range(8))
+        assert resumed.cache_hits == cached
+        assert 0 < resumed_embedder.texts < total, "only the files the failed job did not finish are embedded"
+        assert resumed.rows_written > 0 and resumed.kind == "snapshot"
+    finally:
+        drop_session(db, session_name)

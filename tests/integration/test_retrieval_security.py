@@ -948,3 +948,26 @@ def test_exact_files_normalise_paths(pool: Pool) -> None:
     assert rows and {r["path"] for r in rows} == {"docs/guide.md"}
     assert len({r["id"] for r in rows}) == len(rows)
     assert_own_rows(rows, own, pool.other_tokens(0))
+
+
+def test_a_statement_past_the_lane_budget_is_cancelled_by_postgres(db) -> None:
+    from stores.errors import LaneBudgetExceeded
+
+    repo = RagRepository(db, statement_budget_ms=50)
+    with pytest.raises(LaneBudgetExceeded, match="50 ms budget"):
+        repo._fetch("SELECT pg_sleep(2)", {})
+    assert repo._fetch("SELECT 1 AS one", {}) == [{"one": 1, "metadata": {}}]  # the connection is fine after
+
+
+def test_a_lexical_rank_cap_keeps_sessions_apart_and_changes_nothing_above_the_match_count(pool: Pool) -> None:
+    """Large sessions rank at most `lexical_rank_cap` lexical matches per set: still scoped to the session,
+    and identical to the uncapped ranking while the matches fit under the cap."""
+    capped = RagRepository(pool.db)
+    for i, own in enumerate(pool.sessions):
+        plain = pool.repo.retrieve(own.session, query_embedding=None, query_text=own.token, limit=50)
+        capped.lexical_rank_cap = 10_000
+        assert capped.retrieve(own.session, query_embedding=None, query_text=own.token, limit=50) == plain
+        capped.lexical_rank_cap = 2
+        rows = capped.retrieve(own.session, query_embedding=None, query_text=own.token, limit=50)
+        assert rows and len(rows) <= 4  # two pairs matches + two OR matches at most
+        assert_own_rows(rows, own, pool.other_tokens(i))

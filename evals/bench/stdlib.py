@@ -1,0 +1,160 @@
+"""Section `stdlib`: indexing a large real codebase — the interpreter's standard library (issue 13).
+
+- cold index ÷ pure embedding of the same texts (target ≤ 1.2). The denominator embeds exactly the texts
+  the pipeline embeds, in its batch size, alone; with `--stdlib-embed-sample N` only every N-th text is
+  embedded and the time is scaled up (labelled "est.").
+- unchanged re-index ÷ cold (target ≤ 5 %).
+- kill -9 at ~50 %: a `lotsman index` subprocess (same database, cold blob cache, new session) is
+  SIGKILLed when its progress line reports ≥ 50 % of the texts embedded; the resumed run's
+  `embedded` ÷ the cold run's says how much was embedded again (target ≤ 55 %). Its progress lines
+  (with an ETA) are kept in the JSON.
+The corpus comes from `evals/corpora/stdlib/assemble` (no download).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evals.bench.common import PROJECT_ROOT, BenchError, Report, load_average, ratio, verdict
+
+ASSEMBLE = PROJECT_ROOT / "evals" / "corpora" / "stdlib" / "assemble"
+SESSION, KILLED_SESSION = "stdlib-use", "stdlib-killed"
+BATCH = 32
+COLD_TARGET, UNCHANGED_TARGET, RESUME_TARGET = 1.2, 0.05, 0.55
+KILL_AT = 50
+
+
+def stdlib_corpus(base: Path) -> Path:
+    """The standard-library corpus under `base` (assembled from the running interpreter)."""
+    dest = base / "stdlib"
+    result = subprocess.run(["bash", str(ASSEMBLE), str(dest)], capture_output=True, text=True,
+                            env={**os.environ, "PYTHON": sys.executable})
+    if result.returncode != 0:
+        raise BenchError(f"cannot assemble the stdlib corpus: {result.stderr.strip()[-300:]}")
+    return dest
+
+
+def _texts(root: Path) -> tuple[int, list[str]]:
+    from stores.indexing.files import collect_files
+    from stores.indexing.parsing import parse_files
+
+    files = collect_files(root).files
+    texts = [r.embed_text or r.content for o in parse_files(files) for r in o.records if r.embed]
+    return len(files), texts
+
+
+def _pure_embed(embedder: Any, texts: list[str], every: int) -> tuple[float, int]:
+    chosen = texts[::every]
+    t0 = time.perf_counter()
+    for i in range(0, len(chosen), BATCH):
+        np.asarray(embedder.embed_documents(chosen[i : i + BATCH]), dtype=np.float32)
+    return (time.perf_counter() - t0) * len(texts) / max(1, len(chosen)), len(chosen)
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and its reaped children (the parse workers); not PostgreSQL's."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _index(db: Any, root: Path, name: str, embedder: Any) -> tuple[Any, float]:
+    from stores.indexing.service import index_repository
+
+    t0 = time.perf_counter()
+    rep = index_repository(db, root, session_name=name, embedder=embedder, batch_size=BATCH)
+    return rep, time.perf_counter() - t0
+
+
+def _killed_run(ctx: Any, root: Path) -> dict[str, Any]:
+    """`lotsman index` in a subprocess, SIGKILLed at ≥ KILL_AT % embedded; returns its progress lines."""
+    env = {**os.environ, "DATABASE_URL": ctx.url, "LOTSMAN_EMBEDDER": "use",
+           "LOTSMAN_EMBED_BATCH_SIZE": str(BATCH), "LOTSMAN_DATA_DIR": str(ctx.base / "unused")}
+    cmd = [str(Path(sys.executable).parent / "lotsman"), "index", str(root), "--session", KILLED_SESSION]
+    lines: list[str] = []
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    killed_at = None
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        lines.append(line.rstrip())
+        if line.startswith("embed:") and "(" in line:
+            pct = int(line.split("(", 1)[1].split("%", 1)[0])
+            if pct >= KILL_AT:
+                os.killpg(proc.pid, signal.SIGKILL)
+                killed_at = line.strip()
+                break
+    proc.wait()
+    return {"killed_at": killed_at, "seconds_before_kill": round(time.perf_counter() - t0, 1),
+            "progress_lines": lines[-12:], "returncode": proc.returncode}
+
+
+def run(report: Report, ctx: Any) -> dict[str, Any]:
+    from stores.embedders import make_embedder
+
+    out = report.section("stdlib", "6. stdlib: cold / unchanged / killed-and-resumed index of the standard library")
+    root = stdlib_corpus(ctx.base)
+    embedder = make_embedder("use", threads=2)
+    embedder.embed_documents(["прогрев модели", "warm-up"])
+    db = ctx.db
+    every = max(1, int(getattr(ctx.opts, "stdlib_embed_sample", 1) or 1))
+
+    report.note("stdlib: cold index")
+    load_cold, cpu0 = load_average(), _cpu_s()
+    cold, cold_s = _index(db, root, SESSION, embedder)
+    cold_cpu = _cpu_s() - cpu0
+    files, texts = _texts(root)
+    report.note(f"stdlib: embedding {len(texts[::every])} of {len(texts)} texts alone")
+    load_embed, cpu0 = load_average(), _cpu_s()
+    embed_s, sampled = _pure_embed(embedder, texts, every)
+    embed_cpu = (_cpu_s() - cpu0) * len(texts) / max(1, sampled)
+    out["cpu"] = {"cold_cpu_s": round(cold_cpu, 1), "pure_embed_cpu_s": round(embed_cpu, 1),
+                  "cold_over_pure_embed_cpu": ratio(cold_cpu, embed_cpu),
+                  "load_avg_before_cold": load_cold, "load_avg_before_embed": load_embed}
+    report.note("stdlib: unchanged re-index")
+    unchanged, unchanged_s = _index(db, root, SESSION, embedder)
+    out.update(files=files, rows=cold.rows_written, embedded=cold.embedded, texts=len(texts),
+               cold_s=round(cold_s, 1), cold_timings_s={k: round(v, 1) for k, v in cold.timings.items()},
+               pure_embed_s=round(embed_s, 1), pure_embed_sampled=sampled, pure_embed_estimated=every > 1,
+               cold_over_pure_embed=ratio(cold_s, embed_s), unchanged_s=round(unchanged_s, 2),
+               unchanged_embedded=unchanged.embedded, unchanged_over_cold=ratio(unchanged_s, cold_s))
+    report.say(f"{files} files → {cold.rows_written} rows, {cold.embedded} embedded; cold index {cold_s:.1f} s "
+               f"(pipeline: " + ", ".join(f"{k} {v:.1f}" for k, v in cold.timings.items()) + ")")
+    report.say(f"  pure embedding of the same {len(texts)} texts: {embed_s:.1f} s"
+               f"{f' (est. from every {every}th text)' if every > 1 else ''}")
+    report.say(f"  cold / pure embed = {out['cold_over_pure_embed']:.2f}  (target ≤ {COLD_TARGET}: "
+               f"{verdict(out['cold_over_pure_embed'] <= COLD_TARGET)}); in CPU seconds of this process and its "
+               f"workers {out['cpu']['cold_over_pure_embed_cpu']:.2f} (load average {load_cold} / {load_embed})")
+    report.say(f"  unchanged re-index {unchanged_s:.2f} s = {out['unchanged_over_cold'] * 100:.1f}% of cold "
+               f"(target ≤ {UNCHANGED_TARGET:.0%}: {verdict(out['unchanged_over_cold'] <= UNCHANGED_TARGET)})")
+    report.save()
+
+    with db.connection() as conn:  # a cold cache for the killed run (this is the benchmark's own database)
+        conn.execute("DELETE FROM rag_blob_cache WHERE embedder = %s", (embedder.name,))
+    report.note(f"stdlib: index in a subprocess, kill -9 at {KILL_AT}% embedded")
+    killed = _killed_run(ctx, root)
+    with db.connection() as conn:
+        cached = conn.execute("SELECT count(*) FROM rag_blob_cache WHERE embedder = %s",
+                              (embedder.name,)).fetchone()[0]
+    report.note("stdlib: resumed index")
+    resumed, resumed_s = _index(db, root, KILLED_SESSION, embedder)
+    share = ratio(resumed.embedded, cold.embedded)
+    out["kill"] = {**killed, "cache_entries_after_kill": cached, "resumed_s": round(resumed_s, 1),
+                   "resumed_embedded": resumed.embedded, "resumed_cache_hits": resumed.cache_hits,
+                   "resumed_rows": resumed.rows_written, "re_embedded_share": share}
+    report.say(f"  kill -9 at “{killed['killed_at']}” after {killed['seconds_before_kill']} s "
+               f"({cached} files already in the blob cache)")
+    report.say(f"  resumed: {resumed_s:.1f} s, {resumed.cache_hits} cache hits, {resumed.embedded} texts "
+               f"embedded = {share * 100 if share is not None else float('nan'):.1f}% of the cold run's "
+               f"(target ≤ {RESUME_TARGET:.0%}: {verdict(share is not None and share <= RESUME_TARGET)}); "
+               f"{resumed.rows_written} rows (cold: {cold.rows_written})")
+    report.say("  last progress lines of the killed run: " + " | ".join(killed["progress_lines"][-3:]))
+    return out
