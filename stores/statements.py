@@ -184,11 +184,7 @@ class RetrievalStatementBuilder:
         parts: list[sql.Composable] = []
         if query_embedding is not None:
             params["qvec"] = _vector_literal(query_embedding)
-            parts.append(sql.SQL(
-                "(SELECT c.id FROM {t} c WHERE {w} AND c.embedding IS NOT NULL "
-                "ORDER BY " + (EXACT_DISTANCE if exact else "c.embedding <=> %(qvec)s::vector") + ", c.id "
-                "LIMIT %(cand)s)"
-            ).format(t=self.table, w=where.sql()))
+            parts.append(self._vector_candidates(where, exact))
         lexical_ctes: sql.Composable = sql.SQL("")
         if terms:
             # Rows matching two of the request's lexemes first; the plain OR query (every row with any
@@ -226,12 +222,19 @@ SELECT c.id::text AS id, c.path, c.layer, c.title, c.content, c.metadata_json AS
             ELSE 2 END AS structural_rank
 FROM {t} c JOIN (SELECT DISTINCT id FROM cand) k ON k.id = c.id
 ORDER BY prefer_bonus DESC, test_penalty ASC, layer_rank ASC, lexical_rank ASC, structural_rank ASC,
-         distance ASC NULLS LAST, lexical_score DESC, c.path, c.span_start, c.id
+         distance ASC NULLS LAST, lexical_score DESC, c.path, c.span_start, c.layer, c.span_end, c.id
 LIMIT %(limit)s""").format(
             cand=sql.SQL(" UNION ALL ").join(parts), distance=distance, t=self.table, tsq=sql.SQL(TSQ),
             lexical_ctes=lexical_ctes,
         )
         return stmt, params
+
+    def _vector_candidates(self, where: _Where, exact: bool) -> sql.Composable:
+        order = EXACT_DISTANCE if exact else "c.embedding <=> %(qvec)s::vector"
+        return sql.SQL(
+            "(SELECT c.id FROM {t} c WHERE {w} AND c.embedding IS NOT NULL "
+            "ORDER BY " + order + ", c.path, c.span_start, c.layer, c.id LIMIT %(cand)s)"
+        ).format(t=self.table, w=where.sql())
 
     def build_exact_files(self, session_id: str, paths: Sequence[str], layers: Sequence[str], limit: int
                           ) -> tuple[sql.Composable, dict[str, Any]] | None:
@@ -288,7 +291,7 @@ LIMIT %(limit)s""").format(
         # NULL-safe: rows without a name must sort after name matches, not first (NULLs lead in DESC).
         order = ("coalesce(lower(c.metadata_json->>'name') = ANY(%(names)s), false) DESC, "
                  "array_position(%(layers)s::text[], c.layer), "
-                 "ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC, c.path, c.span_start, c.id")
+                 "ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC, c.path, c.span_start, c.layer, c.span_end, c.id")
         stmt = sql.SQL(
             "SELECT c.id::text AS id, c.path, c.layer, c.title, c.content, c.metadata_json AS metadata, "
             "c.span_start, c.span_end FROM {t} c WHERE c.id IN (" + "{cand}" + ") ORDER BY " + order
@@ -309,7 +312,7 @@ LIMIT %(limit)s""").format(
 def _ranked_matches(match: str, cap: int | None) -> str:
     """Ids of the rows matching `match` (under `{w}`), the best `%(cand)s` by `ts_rank_cd`; with a cap, only
     the first `cap` matches by id are ranked (`OFFSET 0` keeps the planner from walking the primary key)."""
-    rank = "ORDER BY ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC, c.id LIMIT %(cand)s"
+    rank = "ORDER BY ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC, c.path, c.span_start, c.layer, c.id LIMIT %(cand)s"
     if cap is None:
         return "SELECT c.id FROM {t} c WHERE {w} AND " + match + " " + rank
     return ("SELECT c.id FROM {t} c JOIN (SELECT id FROM (SELECT c.id FROM {t} c WHERE {w} AND " + match
