@@ -16,6 +16,7 @@ reports only; check the chosen setting on the held-out splits.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import statistics
@@ -44,7 +45,8 @@ def load_cases(paths: list[Path]) -> dict[str, list[tuple[bool, GateSignals]]]:
             raw = (case.get("retrieval") or {}).get("signals")
             if raw is None:
                 continue
-            raw = {**raw, "absent_names": tuple(raw.get("absent_names") or ())}
+            known = {f.name for f in dataclasses.fields(GateSignals)}  # reports may predate a signal's removal
+            raw = {k: v for k, v in raw.items() if k in known} | {"absent_names": tuple(raw.get("absent_names") or ())}
             cases.append((bool(case["answerable"]), GateSignals(**raw)))
         out[name] = cases
     return out

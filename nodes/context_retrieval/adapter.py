@@ -174,7 +174,7 @@ class RetrievalAdapter:
             query=query, key_terms=list(gate_terms) if gate_terms is not None else key_terms(query, terms),
             file_names=file_names, code_plan=code_plan, plan_limit=plan.limit, top_k=top_k, token_cap=token_cap,
             lane_weights=self.lane_weights, gate=self.gate, plain=lanes_enabled is not None,
-            overview=self._overview(plan, query),
+            overview=gathered.overview,
         )
         if self.bridge and lanes_enabled is None:
             self._bridge(session, gathered, spec)
@@ -231,7 +231,9 @@ class RetrievalAdapter:
 
         hints = list(plan.filters.target_doc_hints or [])
         names = named_terms(query)
-        paths_f = submit("paths", lambda: self._path_lanes(session, plan, query, hints, file_names, on))
+        out.overview = self._overview(plan, query)
+        landing = out.overview or plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY
+        paths_f = submit("paths", lambda: self._path_lanes(session, hints, file_names, on, landing=landing))
         absent_f = submit("names", lambda: self.repository.absent_terms(session, names)) if names else None
         embedding = _timed(out.timings_ms, "embed", lambda: self.embedder.embed_query(query)) \
             if (on("semantic") or on("code")) else None
@@ -277,14 +279,13 @@ class RetrievalAdapter:
             step = next_step(step, len(rows), plan.limit)
         return rows, answered
 
-    def _path_lanes(self, session: RagSession, plan: RetrievalPlan, query: str, hints: Sequence[str],
-                    file_names: Sequence[str], on: Callable[[str], bool]) -> dict[str, Sequence[Mapping[str, Any]]]:
+    def _path_lanes(self, session: RagSession, hints: Sequence[str], file_names: Sequence[str],
+                    on: Callable[[str], bool], *, landing: bool) -> dict[str, Sequence[Mapping[str, Any]]]:
         out: dict[str, Sequence[Mapping[str, Any]]] = {}
-        landing = self.layout.landing if self.layout else ()
-        if on("landing") and landing and (plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY
-                                          or self._overview(plan, query)):
+        pages = self.layout.landing if self.layout else ()
+        if on("landing") and pages and landing:
             # an overview question is answered by the repository's front doors, which no other lane prefers
-            out["landing"] = self.repository.retrieve_exact_files(session, landing, limit=LANDING_ROWS)
+            out["landing"] = self.repository.retrieve_exact_files(session, pages, limit=LANDING_ROWS)
         if on("exact") and hints:
             out["exact"] = self.repository.retrieve_exact_files(session, hints, limit=self.candidates)
         found = {r["path"] for r in out.get("exact", [])}

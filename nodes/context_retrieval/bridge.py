@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 
 from nodes.evidence import EvidenceRow
+from nodes.tokens import is_identifier
 
 BRIDGE_TOP_ROWS = 6
 """How many of the first-ranked rows are read for identifiers / names."""
@@ -21,12 +22,6 @@ MAX_BRIDGE_NAMES = 4
 MIN_NAME_CHARS = 4
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_CODE_SHAPED = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2,}[a-z]|_")
-
-
-def _code_shaped(token: str) -> bool:
-    """snake_case, camelCase, PascalCase with an inner capital (`HTTPException`), dotted names."""
-    return bool(_CODE_SHAPED.search(token.strip("_"))) or "." in token
 
 
 def doc_identifiers(rows: Sequence[EvidenceRow], symbols: Collection[str], *, exclude: Collection[str] = ()
@@ -39,7 +34,7 @@ def doc_identifiers(rows: Sequence[EvidenceRow], symbols: Collection[str], *, ex
             continue
         for token in _IDENT.findall(row.content):
             name = token.rsplit(".", 1)[-1].lower()
-            if len(name) >= MIN_NAME_CHARS and _code_shaped(token) and name in symbols and name not in seen:
+            if len(name) >= MIN_NAME_CHARS and is_identifier(token) and name in symbols and name not in seen:
                 counts[name] += BRIDGE_TOP_ROWS - rank
     return [name for name, _ in counts.most_common(MAX_BRIDGE_NAMES)]
 
@@ -49,6 +44,6 @@ def code_names(rows: Sequence[EvidenceRow]) -> list[str]:
     out: dict[str, None] = {}
     for row in rows[:BRIDGE_TOP_ROWS]:
         name = str(row.metadata.get("name") or str(row.metadata.get("qname") or "").rsplit(".", 1)[-1])
-        if row.layer.startswith("C") and len(name) >= MIN_NAME_CHARS and _code_shaped(name):
+        if row.layer.startswith("C") and len(name) >= MIN_NAME_CHARS and is_identifier(name):
             out.setdefault(name, None)
     return list(out)[:MAX_BRIDGE_NAMES]

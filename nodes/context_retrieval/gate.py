@@ -84,8 +84,6 @@ class GateSignals:
     rows: int = 0
     coverage: float = 0.0
     """Share of the key terms found anywhere in the top GATE_TOP_N rows."""
-    row_coverage: float = 0.0
-    """The best share of key terms found together in one of those rows."""
     best_similarity: float = 0.0
     """1 − the smallest cosine distance among the rows (0.0 when no row has one)."""
     cross_lingual: bool = False
@@ -138,7 +136,6 @@ def gate_signals(rows: Sequence[EvidenceRow], terms: Sequence[str], *, query: st
     query_ru = cyrillic_share(query) >= CROSS_LINGUAL_SHARE
     return GateSignals(
         rows=len(rows), coverage=term_coverage(terms, top),
-        row_coverage=max(term_coverage(terms, [r]) for r in top) if terms else 0.0,
         best_similarity=1.0 - min(distances) if distances else 0.0,
         cross_lingual=bool(query.strip()) and evidence_ru != query_ru,
         named_file_found=bool(wanted) and any(r.path.lower().endswith(f) for r in top for f in wanted),

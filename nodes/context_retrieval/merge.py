@@ -43,6 +43,8 @@ class GatheredLanes:
     timings_ms: dict[str, float] = field(default_factory=dict)
     relaxation: str = "hard"
     """The plan step whose ranked SQL answered (`relax.STEPS`)."""
+    overview: bool = False
+    """The request asks about the repository itself (the landing lane ran for it)."""
 
 
 @dataclass(frozen=True)
