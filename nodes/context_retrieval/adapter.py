@@ -248,7 +248,14 @@ class RetrievalAdapter:
                 out.lanes[lane] = rows
         if code_fs is not None:
             out.lanes["code"] = result(code_fs[0], "code", [])
-            out.lanes["code_semantic"] = by_distance(result(code_fs[1], "code_semantic", []))
+            code_semantic = result(code_fs[1], "code_semantic", [])
+            if "semantic" in out.lanes:
+                # one nearest-first lane over prose and code (one embedder, one distance): the docs SQL feeds
+                # three lanes (ranked, semantic, lexical), so a code row ranked first in a lane of its own lost
+                # to a prose row ranked tenth in all three (dev macro recall@5 0.838 → 0.856)
+                out.lanes["semantic"] = by_distance([*out.lanes["semantic"], *code_semantic])
+            else:
+                out.lanes["code_semantic"] = by_distance(code_semantic)
         out.absent_names = result(absent_f, "names", []) if absent_f is not None else []
         return out
 

@@ -15,10 +15,10 @@ DEFAULT_LANE_WEIGHTS: Mapping[str, float] = {
     "exact": 3.0,       # the user named the file
     "substring": 1.5,   # a file name the user gave, matched loosely
     "code": 1.2,        # identifiers found in the symbol catalog
-    "semantic": 1.25,   # the lexical signal also reaches the fusion through "ranked" (its lexical_rank)
+    "semantic": 1.25,   # prose and code nearest first; the lexical signal also reaches it through "ranked"
     "lexical": 0.75,
     "ranked": 0.6,      # seed 001's lexicographic ordering (prefer_bonus first)
-    "code_semantic": 1.25,  # as much as prose's semantic lane: code and prose compete on equal terms
+    "code_semantic": 1.25,  # code's vector lane when prose's is off (otherwise one "semantic" lane holds both)
     "landing": 1.0,     # README/index and the package __init__ for overview questions
     "bridge_code": 0.8,  # definitions of identifiers the top prose names
     "bridge_docs": 0.8,  # prose naming the top definitions
