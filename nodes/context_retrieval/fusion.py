@@ -8,8 +8,10 @@ from typing import Any
 
 from nodes.evidence import EvidenceRow
 
-RRF_K = 20
-"""Small k: lanes are short (≤ 80 rows) and their first ranks carry most of the signal."""
+RRF_K = 14
+"""Small k: lanes are short (≤ 84 rows) and their first ranks carry most of the signal. Chosen on the dev
+splits of five corpora with prose and code in one semantic lane (macro recall@5 / MRR): k 5 0.855 / 0.683,
+10 0.857 / 0.685, 14 0.859 / 0.686, 20 0.856 / 0.672, 40 0.844 / 0.669."""
 
 DEFAULT_LANE_WEIGHTS: Mapping[str, float] = {
     "exact": 3.0,       # the user named the file
