@@ -88,6 +88,12 @@ def overview_request(query: str, topic_terms: Sequence[str], layout: RepoLayout 
     return about_the_project(query, layout) and len(narrower) <= MAX_OVERVIEW_TOPICS
 
 
+def without_self_reference(text: str) -> str:
+    """`text` with "this library" / «этот проект» taken out (they point at the repository, not at an
+    earlier turn)."""
+    return _SELF_REFERENCE.sub(" ", text)
+
+
 def about_the_project(query: str, layout: RepoLayout | None) -> bool:
     """The request asks about the repository itself: it names a top-level package or says "this library",
     «этот проект», «что это за библиотека» — the landing pages answer it."""

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from nodes.layout import without_self_reference
 from nodes.terms import STOPWORDS, key_terms
 from nodes.tokens import (
     clean_token,
@@ -37,6 +38,9 @@ _DEICTICS = frozenset(_split("""
 туда оттуда он она оно они его её ее ему ей им ним ней нём нем него неё нее них ими
 it its this that these those there them they
 """))
+# Determiners that point back at something named earlier ("этот параметр", "those processors"); English
+# "that" is left out, since it as often opens a clause ("a function that returns").
+_DEMONSTRATIVES = frozenset(_split("этот эта эту этой этим этом эти этих этого этому these those this"))
 # Words that name an action or an aspect but no topic: a question made only of them needs an earlier turn
 # ("Как это отключить?", "And how do I test it?"). Russian ones are prefixes so inflections fall in;
 # English ones are whole words, since English prefixes collide with topics ("add" / "address").
@@ -93,7 +97,7 @@ def is_generic_term(word: str) -> bool:
 
 def topic_terms(text: str) -> list[str]:
     """Key terms of `text` that name a topic rather than an action (lower-case, in text order)."""
-    return [t for t in key_terms(text) if not is_generic_term(t) and t not in _EXTRA_STOP]
+    return [t for t in key_terms(text) if not is_generic_term(t) and t not in _EXTRA_STOP and t not in _DEICTICS]
 
 
 def _anchor(raw: str, sentence_start: bool) -> str | None:
@@ -137,8 +141,9 @@ def is_follow_up(question: str, history: Sequence[dict[str, str]]) -> bool:
     """Whether `question` needs earlier turns to be understood.
 
     Signals (Russian and English): a leading connective ("а ", "и ", "and ", "what about"), no topic
-    terms of its own, a pronoun or deictic word ("это", "там", "it", "that") with few topic terms, or a
-    very short question without anchors. Without an earlier user turn nothing can be carried over.
+    terms of its own, a pronoun or deictic word ("это", "там", "it", "they") with few topic terms, a
+    demonstrative before a noun ("эту настройку", "those processors"), or a very short question without
+    anchors. Without an earlier user turn nothing can be carried over.
     """
     if not any(turn.get("role") == "user" and turn.get("content", "").strip() for turn in history):
         return False
@@ -147,9 +152,11 @@ def is_follow_up(question: str, history: Sequence[dict[str, str]]) -> bool:
     topics = topic_terms(question)
     if not topics:
         return True
-    words = {w.lower() for w in _WORD.findall(_DEFINITION.sub(" ", question))}
-    if words & _DEICTICS and len(topics) <= 2:
-        return True
+    tokens = [w.lower() for w in _WORD.findall(without_self_reference(_DEFINITION.sub(" ", question)))]
+    if set(tokens) & _DEICTICS and len(topics) <= 2 and not anchors_of(question):
+        return True  # (a pronoun after a name the question gives points at that name: "RagSession… у неё")
+    if any(a in _DEMONSTRATIVES and b not in _DEICTICS for a, b in zip(tokens, tokens[1:], strict=False)):
+        return True  # "this option", "эту настройку": a thing of an earlier turn, however long the question
     return len(question.split()) <= SHORT_QUESTION_WORDS and len(topics) <= 1 and not anchors_of(question)
 
 
@@ -157,11 +164,18 @@ def _surface_topics(text: str) -> list[str]:
     """Topic words of a user turn as written there; Russian verbs are left behind."""
     topics = set(topic_terms(text))
     out: dict[str, None] = {}
-    for word in _WORD.findall(text):
-        low = word.lower()
+    for match in _WORD.finditer(text):
+        word, low = match.group(0), match.group(0).lower()
         if low in topics and not (not low.isascii() and low.endswith(_VERB_ENDINGS)):
-            out.setdefault(word, None)
+            # A capital that only opens a sentence is not a name: carried on as "Пишу" into the middle of
+            # the request, it read as a proper name the index lacks, and the gate refused the question.
+            out.setdefault(low if _opens_sentence(text, match.start()) else word, None)
     return list(out)
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    before = text[:start].rstrip()
+    return not before or before[-1] in ".!?:"
 
 
 _LABEL = re.compile(r"\b\w+:(?=\s)")

@@ -223,3 +223,31 @@ async def test_the_rewrite_stays_out_of_the_graphs_token_stream() -> None:
     streamed = [chunk async for chunk in app.astream({}, stream_mode="messages")]
     assert streamed == []
     assert (await app.ainvoke({}))["query"] == "Как отключить CORS?"
+
+
+def test_a_word_that_only_opens_a_sentence_is_carried_in_lower_case() -> None:
+    """«Пишу» opened the earlier turn; carried on as written it read as a proper name mid-request, the
+    index lacked it, and the gate refused the follow-up ("not in the index: Пишу")."""
+    from nodes.context_retrieval.gate import named_terms
+
+    history = turns("Пишу исключения в JSON через трейсбеки. Трейсбеки длинные.",
+                    "Этот процессор использует трансформер.")
+    request = standalone_request("А какие лимиты по умолчанию?", history)
+    assert "исключения" in request.carried_terms
+    assert "Пишу" not in request.text and "Трейсбеки" not in request.carried_terms
+    assert named_terms(request.text) == ["JSON"]
+
+
+@pytest.mark.parametrize(
+    ("question", "follow_up"),
+    [
+        ("Do they need any extra setup, and what do they cost me?", True),  # "they" is no topic of its own
+        ("Can I turn those processors off while the app keeps running in production?", True),
+        ("Где задаётся эта настройка, если приложение запущено через uvicorn с несколькими воркерами?", True),
+        ("Как устроен этот проект: на чём он написан и где хранит данные?", False),  # the repository itself
+        ("What is `TestClient` and what do I need to install to use it?", False),  # "it" is the name given
+        ("Что такое RagSession и какие у неё поля?", False),
+    ],
+)
+def test_follow_up_signals(question: str, follow_up: bool) -> None:
+    assert is_follow_up(question, CORS) is follow_up
