@@ -97,7 +97,13 @@ def without_self_reference(text: str) -> str:
 def about_the_project(query: str, layout: RepoLayout | None) -> bool:
     """The request asks about the repository itself: it names a top-level package or says "this library",
     «этот проект», «что это за библиотека» — the landing pages answer it."""
-    if _SELF_REFERENCE.search(query):
+    if says_this_project(query):
         return True
     words = {w.lower() for w in re.findall(r"[\w-]+", query)}
+    words |= {part for w in words for part in w.split("-")}  # "atlas-pm" names the package "atlas"
     return bool(layout and words & set(layout.packages))
+
+
+def says_this_project(query: str) -> bool:
+    """The request says "this library", «этот проект», «что это за пакет» in so many words."""
+    return bool(_SELF_REFERENCE.search(query))

@@ -29,7 +29,7 @@ from nodes.context_retrieval.merge import (
 )
 from nodes.context_retrieval.relax import RelaxStep, next_step, relax_plan
 from nodes.conversation_understanding import is_generic_term
-from nodes.layout import RepoLayout, about_the_project, overview_request, translate_prefixes
+from nodes.layout import RepoLayout, about_the_project, overview_request, says_this_project, translate_prefixes
 from nodes.retrieval_policy import CodePlan, RetrievalPlan, RetrievalProfile
 from nodes.terms import key_terms
 from stores.errors import LaneBudgetExceeded
@@ -232,7 +232,10 @@ class RetrievalAdapter:
         hints = list(plan.filters.target_doc_hints or [])
         names = named_terms(query)
         out.overview = self._overview(plan, query)
-        landing = out.overview or plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY
+        # the front doors compete for an overview, a general question, and any question that says "this
+        # project" in so many words (how it is built, where it keeps data: the README says so)
+        landing = (out.overview or plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY
+                   or says_this_project(query))
         paths_f = submit("paths", lambda: self._path_lanes(session, hints, file_names, on, landing=landing))
         absent_f = submit("names", lambda: self.repository.absent_terms(session, names)) if names else None
         embedding = _timed(out.timings_ms, "embed", lambda: self.embedder.embed_query(query)) \

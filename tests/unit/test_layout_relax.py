@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nodes.context_retrieval.relax import next_step, relax_plan
-from nodes.layout import discover_layout, translate_prefixes
+from nodes.layout import about_the_project, discover_layout, overview_request, says_this_project, translate_prefixes
 from nodes.retrieval_policy import PlanFilters, RetrievalPlan
 
 DOCS_TREE = ["docs/ru/docs/index.md", "docs/ru/docs/tutorial/cors.md", "pkg/__init__.py", "pkg/core.py",
@@ -77,3 +77,21 @@ def test_none_step_drops_every_filter_and_opens_every_layer() -> None:
 ])
 def test_next_step(step: str, found: int, limit: int, expected: str | None) -> None:
     assert next_step(step, found, limit) == expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("query", "about", "says", "overview"), [
+    ("What is lib and who is it for?", True, False, True),
+    ("What is lib-pm, and where does it keep my data?", True, False, True),  # a distribution name
+    ("Как устроен этот проект: на чём он написан и где хранит данные?", True, True, False),
+    ("How does this library retry failed requests to the remote server?", True, True, False),
+    ("What exit code does a lib program return on a usage error?", True, False, False),
+    ("How do I configure CORS headers for a single route?", False, False, False),
+])
+def test_questions_about_the_repository_itself(query: str, about: bool, says: bool, overview: bool) -> None:
+    from nodes.conversation_understanding import is_generic_term
+    from nodes.terms import key_terms
+
+    layout = discover_layout(ROOT_DOCS)
+    topics = [t for t in key_terms(query) if not is_generic_term(t)]
+    assert (about_the_project(query, layout), says_this_project(query)) == (about, says)
+    assert overview_request(query, topics, layout) is overview
