@@ -55,6 +55,15 @@ behaviour questions too, so they always compete and the fusion decides (no reser
 Symbols and source only: entrypoint and import-edge rows answer "which route/import", not behaviour
 (dev macro recall@5 0.823 → 0.834 against all four code layers)."""
 
+CHUNK_LAYERS = (Layer.D0_DOC_CHUNKS.value,)
+
+
+def catalog_only(plan: RetrievalPlan) -> bool:
+    """A plan over catalog cards alone (seed 000's file lookup: D1 + D3), without the text's chunks."""
+    return bool(plan.layers) and CHUNK_LAYERS[0] not in plan.layers and all(
+        layer.startswith("D") for layer in plan.layers)
+
+
 T = TypeVar("T")
 
 
@@ -241,12 +250,17 @@ class RetrievalAdapter:
         embedding = _timed(out.timings_ms, "embed", lambda: self.embedder.embed_query(query)) \
             if (on("semantic") or on("code")) else None
         ranked_f = submit("ranked", lambda: self._ranked(session, plan, query, embedding, on))
+        chunks_f = submit("chunks", lambda: self._chunks(session, plan, query, embedding, on)) \
+            if catalog_only(plan) and (on("semantic") or on("lexical")) else None
         code_plan = code_plan or (AMBIENT_CODE_PLAN if self.ambient_code else None)
         code_fs = self._submit_code_lanes(session, code_plan, query, embedding, submit) if on("code") else None
         paths = result(paths_f, "paths", {})
         out.lanes.update(paths)
         ranked, out.relaxation = result(ranked_f, "ranked", ([], "hard"))
-        for lane, rows in (("ranked", ranked), ("semantic", by_distance(ranked)), ("lexical", by_lexical(ranked))):
+        # a file plan searches catalog cards, which hold titles and headings, not the words of the text:
+        # the file's own chunks compete in the semantic and lexical lanes (the ranked lane stays the plan's)
+        pooled = [*ranked, *(result(chunks_f, "chunks", []) if chunks_f is not None else [])]
+        for lane, rows in (("ranked", ranked), ("semantic", by_distance(pooled)), ("lexical", by_lexical(pooled))):
             if on(lane):
                 out.lanes[lane] = rows
         if code_fs is not None:
@@ -288,6 +302,16 @@ class RetrievalAdapter:
                 tried, answered = current, step
             step = next_step(step, len(rows), plan.limit)
         return rows, answered
+
+    def _chunks(self, session: RagSession, plan: RetrievalPlan, query: str, embedding: list[float] | None,
+                on: Callable[[str], bool]) -> list[dict[str, Any]]:
+        """The documents' chunks under the plan's filters as preferences (a file plan's second look)."""
+        chunks = relax_plan(plan, "preference").model_copy(update={"layers": list(CHUNK_LAYERS)})
+        return self.repository.retrieve(
+            session, query_embedding=embedding if on("semantic") else None,
+            query_text=query if on("lexical") else "", filters=plan_filters(chunks, self.layout),
+            limit=self.candidates, candidates=self.candidates, stop_lexemes=self.stop_lexemes,
+            exact=self.exact_vectors)
 
     def _path_lanes(self, session: RagSession, hints: Sequence[str], file_names: Sequence[str],
                     on: Callable[[str], bool], *, landing: bool) -> dict[str, Sequence[Mapping[str, Any]]]:

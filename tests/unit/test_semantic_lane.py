@@ -66,3 +66,33 @@ def test_without_the_semantic_lane_code_keeps_a_vector_lane_of_its_own() -> None
     gathered = adapter.gather_lanes(SESSION, PLAN, None, QUESTION, lanes_enabled=["code"])
     assert [r["id"] for r in gathered.lanes["code_semantic"]] == ["c1"]
     assert "semantic" not in gathered.lanes
+
+
+CARDS = [row("k1", "docs/index.md", "D1_DOCUMENT_CATALOG", 0.35)]
+CHUNKS = [row("t1", "docs/performance.md", "D0_DOC_CHUNKS", 0.50, 0.9)]
+
+
+class CatalogRepository(Repository):
+    """Catalog cards for D1/D3, chunks for D0, code for C layers."""
+
+    def retrieve(self, session: RagSession, **kwargs: Any) -> list[dict[str, Any]]:
+        layers = kwargs["filters"].layers
+        if all(layer.startswith("C") for layer in layers):
+            return [dict(r) for r in CODE]
+        return [dict(r) for r in (CHUNKS if layers == ("D0_DOC_CHUNKS",) else CARDS)]
+
+
+def test_a_file_plan_lets_the_files_chunks_compete_in_the_semantic_and_lexical_lanes() -> None:
+    """Catalog cards hold titles and headings: the page that says "orjson" only says it in its text."""
+    adapter = RetrievalAdapter(CatalogRepository(), FakeEmbeddings())  # type: ignore[arg-type]
+    plan = RetrievalPlan(profile="file_lookup", layers=["D1_DOCUMENT_CATALOG", "D3_ENTITY_CATALOG"], limit=12)
+    gathered = adapter.gather_lanes(SESSION, plan, None, "Where is the fastest orjson configuration shown?")
+    assert [r["id"] for r in gathered.lanes["ranked"]] == ["k1"]
+    assert [r["id"] for r in gathered.lanes["semantic"]] == ["c1", "k1", "t1"]
+    assert [r["id"] for r in gathered.lanes["lexical"]] == ["t1"]
+
+
+def test_a_plan_with_chunks_asks_no_second_time() -> None:
+    adapter = RetrievalAdapter(CatalogRepository(), FakeEmbeddings())  # type: ignore[arg-type]
+    gathered = adapter.gather_lanes(SESSION, PLAN, None, QUESTION)
+    assert "chunks" not in gathered.timings_ms
