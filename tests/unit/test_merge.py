@@ -17,7 +17,7 @@ def row(rid: str, path: str, layer: str = "D0_DOC_CHUNKS", content: str = "", **
 
 DOC_A = row("a", "docs/a.md", content="cors middleware allow origins", distance=0.2)
 DOC_B = row("b", "docs/b.md", content="security tutorial", distance=0.3)
-DOC_C = row("c", "docs/c.md", content="deployment", distance=0.4)
+DOC_C = row("c", "docs/c.md", content="deployment", distance=0.55)
 TEST = row("t", "tests/test_cors.py", layer="C0_SOURCE_CHUNKS", content="def test_cors(): ...", distance=0.1)
 CODE = row("k", "pkg/cors.py", layer="C1_SYMBOL_CATALOG", content="class CORSMiddleware", distance=0.5)
 EXPLICIT = CodePlan(terms=["CORSMiddleware"], reason="words: реализация", explicit=True)
