@@ -256,6 +256,17 @@ LONG_PY = "\n".join([
     "    output = {'openapi': version, 'info': info}",
     "    return output",
 ])
+CONFIRM_PY = "\n".join([
+    "def confirm(text: str, default: bool = False) -> bool:",
+    '    """Prompts for confirmation (yes/no question)."""',
+    *[f"    step_{i} = prepare({i})" for i in range(20)],
+    "    while True:",
+    "        value = visible_prompt_func(prompt).lower().strip()",
+    "        if value in ('y', 'yes'):",
+    "            return True",
+    *[f"        more_{i} = other({i})" for i in range(10)],
+    '        echo("Error: invalid input", err=err)',
+])
 MODEL_PY = "class Operation(BaseModel):\n    tags: list[str] | None = None\n    operationId: str | None = None"
 
 
@@ -267,8 +278,12 @@ MODEL_PY = "class Operation(BaseModel):\n    tags: list[str] | None = None\n    
         ("Where does get_openapi collect operation_ids?", LONG_PY, 10, "def get_openapi(",
          ['"""Build the OpenAPI schema of the app."""', "    operation_ids: set[str] = set()", "    ..."],
          ["step_3", "more_4"]),
+        ("What does click.confirm print when the answer is not understood?", CONFIRM_PY, 40,
+         "def confirm(text: str, default: bool = False) -> bool:",
+         ['"""Prompts for confirmation (yes/no question)."""', '        echo("Error: invalid input", err=err)'],
+         ["step_3", "more_4"]),
     ],
-    ids=["enclosing-def-in-a-group", "long-def-signature-docstring-used-lines"],
+    ids=["enclosing-def-in-a-group", "long-def-signature-docstring-used-lines", "long-def-string-literal-lines"],
 )
 def test_code_is_quoted_as_its_enclosing_definition(question: str, content: str, start: int, first_line: str,
                                                     shown: list[str], hidden: list[str]) -> None:
