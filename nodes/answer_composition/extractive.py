@@ -10,8 +10,10 @@ from nodes.intent_routing.models import RouteResult, Subintent
 
 MAX_FILES = 5
 MAX_NEAREST = 5
-SUPPORT_CHARS = 400
-"""A supporting passage is cut (at a line) to this length: it adds a fact, it does not retell a page."""
+SUPPORT_CHARS = 700
+"""A supporting passage is cut (at a line) to this length: it adds a fact, it does not retell a page.
+At 400 the cut often fell before the value the passage was chosen for (dev, five corpora: key-fact coverage
+0.327 → 0.334 at 700, passage precision 0.268 → 0.271, answer p50 1,055 → 1,074 characters)."""
 
 # Heading anchors of translated docs (`## Заголовок { #heading-id }`): ids, not words for a reader.
 _ANCHOR = re.compile(r"\s*\{\s*#[\w-]+\s*\}")

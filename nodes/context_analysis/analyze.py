@@ -41,6 +41,14 @@ CLOSE_SUPPORT_RATIO = 0.6
 lead lacks (values, identifiers, options): they often sit in passages that repeat the question's words.
 Dev, five corpora, with MAX_SUPPORTING 3: honest key-fact coverage 0.277 → 0.316, answer length p50 864 →
 1,132 characters, passage precision 0.267 → 0.257."""
+SUPPORT_MAX_RANK = 5
+"""Supports come from the files retrieval ranked this high: further down they were mostly off-topic
+(dev, five corpora: passage precision 0.262 → 0.268, key-fact coverage 0.325 → 0.327, p50 1,116 → 1,055)."""
+LEAD_RANK_DECAY = 0.5
+"""The lead is the best passage after its score is divided again by 1 + this × (file rank - 1): the passage
+scores alone led with a lower-ranked file more often than retrieval's best file was right (dev, five corpora:
+lead citation in gold 0.497 → 0.521, key-fact coverage 0.319 → 0.323; 1.0 and 3.0 gave no more lead).
+Definitions (C0 `source` passages) keep their own score: with them exempt, lead citation 0.530 → 0.536."""
 MAX_PASSAGES = 6
 """Passages handed to the LLM (and to its analysis): the lead, the support, then the next best."""
 LEAD_MIN_CHARS = 240
@@ -145,10 +153,31 @@ def _only(q: Question, name: str) -> Question:
     return Question(text=q.text, stems=q.stems, idf=q.idf, identifiers=frozenset({name}))
 
 
-def choose_passages(scored: Sequence[Scored], q: Question) -> tuple[list[Span], list[Span]]:
-    """The answer's passages (the lead, then ≤ MAX_SUPPORTING that add key terms it lacks or score close to
-    it) and the
-    LLM's pool (those, then the next best, ≤ MAX_PASSAGES), all non-overlapping."""
+def lead_first(scored: Sequence[Scored], file_rank: dict[str, int]) -> list[Scored]:
+    """`scored` with the lead moved to the front: the best passage once its file's retrieval rank is
+    weighed in again (LEAD_RANK_DECAY), so a passage from a lower-ranked file leads only by a clear margin."""
+    if not scored:
+        return []
+
+    def lead_score(i: int) -> tuple[float, int]:
+        rank = file_rank.get(scored[i].candidate.row.path, len(file_rank) + 1)
+        # A definition is scored by its name and its use of the asked-about names, which single out the
+        # defining code better than its rank does: prose about a name outranks the code that defines it.
+        decay = 0.0 if scored[i].candidate.kind == "source" else LEAD_RANK_DECAY
+        return scored[i].score / (1.0 + decay * (rank - 1)), -i
+
+    best = max(range(len(scored)), key=lead_score)
+    return [scored[best], *scored[:best], *scored[best + 1 :]]
+
+
+def choose_passages(scored: Sequence[Scored], q: Question,
+                    file_rank: dict[str, int] | None = None) -> tuple[list[Span], list[Span]]:
+    """The answer's passages and the LLM's pool, all non-overlapping.
+
+    The answer's passages are the first of `scored` (the lead), then ≤ MAX_SUPPORTING from files ranked
+    ≤ SUPPORT_MAX_RANK (`file_rank`) that add key terms the lead lacks or score close to it; the pool is
+    those, then the next best, ≤ MAX_PASSAGES.
+    """
     chosen: list[Span] = []
     pool: list[Span] = []
     covered: set[str] = set()
@@ -166,6 +195,7 @@ def choose_passages(scored: Sequence[Scored], q: Question) -> tuple[list[Span], 
             covered = topic
             details = _details(span.text)
         elif (len(chosen) <= MAX_SUPPORTING and item.score >= SUPPORT_RATIO * chosen[0].score
+              and (file_rank or {}).get(span.path, 1) <= SUPPORT_MAX_RANK
               and (topic - covered or (item.score >= CLOSE_SUPPORT_RATIO * chosen[0].score
                                        and _details(span.text) - details))):
             chosen.append(span)
@@ -197,6 +227,23 @@ def _best_line(span: Span, q: Question) -> tuple[str, int]:
     return lines[best], span.start_line + best
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?…;])\s+(?=\S)")
+
+
+def best_sentence(text: str, q: Question) -> str:
+    """The sentence of a long line that carries the most of the question (the first one on a tie).
+
+    A catalog summary or a paragraph is one line; cut at REASON_CHARS it keeps its opening, which
+    names the topic, and loses the sentence with the asked-about term or name.
+    """
+    flat = " ".join(text.split())
+    if len(flat) <= REASON_CHARS:
+        return text
+    sentences = [s for s in _SENTENCE_END.split(flat) if s.strip()]
+    scores = [term_share(s, q)[0] + identifier_share(s, q) for s in sentences]
+    return sentences[max(range(len(sentences)), key=lambda i: (scores[i], -i))] if sentences else text
+
+
 def _title(rows: list[EvidenceRow]) -> str:
     for row in rows:
         if row.layer == "D1_DOCUMENT_CATALOG" and row.title:
@@ -224,7 +271,7 @@ def _files(rows: Sequence[EvidenceRow], best: dict[str, Span], q: Question) -> l
         else:
             line, number = _best_line(span, q)
             single = line is not span.text
-            reason, start, end = one_line(line), number if single else span.start_line, \
+            reason, start, end = one_line(best_sentence(line, q)), number if single else span.start_line, \
                 number if single else span.end_line
             if span.code and span.section and span.section not in reason:
                 reason = one_line(f"{span.section}: {reason.strip()}")
@@ -287,7 +334,7 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
         file_rank.setdefault(row.path, len(file_rank) + 1)
     candidates = [c for row in rows for c in row_candidates(row, q.wanted)]
     scored = score_candidates(candidates, file_rank, q, embed)
-    spans, pool = choose_passages(scored, q)
+    spans, pool = choose_passages(lead_first(scored, file_rank), q, file_rank)
     exact = [row for row in rows if "exact" in row.lanes]
     if overview:  # about the repository itself: its front door (README, package docstring) leads the answer
         spans = _lead_with_landing(rows, spans, pool)

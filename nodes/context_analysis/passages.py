@@ -2,9 +2,9 @@
 
 A docs chunk is cut into blocks (paragraphs, list items, tables, fenced code) under their headings;
 headings, include directives, admonition markers and link lists are never candidates. A source chunk is
-cut into its definitions; a short one is a candidate as a whole, a long one as its signature, docstring
-and the lines that use the asked-about names. Synthesized rows (catalog cards, facts, symbols) are one
-candidate each, cited by their whole span.
+cut into its definitions; a short one is a candidate as a whole, a long one as its signature, docstring,
+the lines that use the asked-about names, then its string literals. Synthesized rows (catalog cards, facts,
+symbols) are one candidate each, cited by their whole span.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from nodes.context_analysis.spans import LINE_ALIGNED, Line, aligned_lines, quotable_text, section_of
 from nodes.evidence import EvidenceRow
 
-MAX_PASSAGE_CHARS = 700
-"""A passage is a few lines a person reads at a glance, not a page."""
-MAX_PASSAGE_LINES = 12
+MAX_PASSAGE_CHARS = 900
+"""A passage is a few lines a person reads at a glance, not a page. 700 / 12 lines cut a paragraph and the
+list or code it introduces apart (dev, five corpora: lead citation in gold 0.521 → 0.530 at 900 / 16, key-fact
+coverage 0.334 both, answer p50 1,074 → 1,103 characters)."""
+MAX_PASSAGE_LINES = 16
 MAX_CODE_LINES = 14
 """A definition up to this long is quoted whole; a longer one as signature, docstring and used lines."""
 MAX_DOCSTRING_LINES = 3
@@ -27,6 +29,8 @@ _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _LINK = re.compile(r"!?\[[^\]]*\]\([^)]*\)")
 _NOISE = re.compile(r"^\s*(?:/{3}.*|\{\*.*\*\}|<[^>]+>|!\[[^\]]*\]\([^)]*\)|-{3,}|\|?[\s:|-]+\|?)\s*$")
 """Admonition markers (`/// tip`), `{* include *}` lines, bare HTML tags, images, rules, table rules."""
+_LITERAL_LINE = re.compile(r"[\"'][^\"'\n]{3,}[\"']")
+"""A line with a string literal: messages, formats and defaults, the values a question about code asks for."""
 _DEF = re.compile(r"^\s*(?:async\s+def|def|class)\s+(\w+)")
 _DOCSTRING_OPEN = re.compile(r"^\s*[rRuUbB]?(\"\"\"|''')")
 _ANCHOR = re.compile(r"\s*\{\s*#[^}]*\}\s*$")
@@ -280,6 +284,10 @@ def code_candidates(row: EvidenceRow, wanted: set[str]) -> list[Candidate]:
             else:
                 used = [k for k in range(a, b + 1) if k not in header and lines[k].text.strip()
                         and _uses(lines[k].text, wanted)]
+                # Then the lines with string literals, while the budget lasts (dev, five corpora: key-fact
+                # coverage 0.334 → 0.340, click 0.199 → 0.231; passage precision 0.273 → 0.281).
+                used += [k for k in range(a, b + 1) if k not in header and k not in used
+                         and _LITERAL_LINE.search(lines[k].text)]
                 picked = sorted(set(header) | set(used[: MAX_CODE_LINES - len(header)]))
             out.append(Candidate(row=row, kind="source", text=_code_text(lines, picked),
                                  start_line=lines[picked[0]].number, end_line=lines[picked[-1]].number,

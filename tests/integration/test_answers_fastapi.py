@@ -142,17 +142,19 @@ def test_where_in_code_lists_files_with_one_line_each(bundle: SessionBundle) -> 
 # -- the two fastapi-ru questions: they depend on retrieval too ----------------------------------
 @pytest.mark.xfail(strict=False, reason=(
     "retrieval: the FileResponse section (custom-response.md:197-215) is not in the fused evidence (only "
-    "custom-response.md:80-92 is); and given the whole file, USE ranks the XML passage of "
-    "response-directly.md closer to the question (0.47) than the FileResponse paragraph (0.22)"))
+    "custom-response.md:80-92 is, checked again on 2026-11-30 with the eval index); an answer can only quote "
+    "what retrieval returns. Given the whole file, USE also ranks the XML passage of response-directly.md "
+    "closer to the question (0.47) than the FileResponse paragraph (0.22)"))
 def test_file_download_quotes_the_file_response_section(bundle: SessionBundle) -> None:
     got = ask(bundle, "Как вернуть файл пользователю для скачивания?")
     assert any("FileResponse" in s.section for s in got.analysis.spans), got.answer.text
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "retrieval: fastapi/utils.py (generate_unique_id) is not in the evidence; the code lane's one slot "
-    "holds fastapi/openapi/models.py (the Operation model). Given both chunks, the passage stage prefers "
-    "the function (tests/unit/test_context_analysis.py)"))
+    "retrieval: fastapi/utils.py (generate_unique_id) is not in the evidence; on 2026-11-30 the code lane "
+    "returned the deprecated fastapi/openapi/utils.py generate_operation_id and the Operation model card "
+    "instead. Given both chunks, the passage stage prefers the function, also when retrieval ranks the "
+    "model first (tests/unit/test_context_analysis.py)"))
 def test_operation_id_quotes_the_function_that_generates_it(bundle: SessionBundle) -> None:
     got = ask(bundle, "Где в коде вычисляется operationId по умолчанию?")
     assert "generate_unique_id" in got.answer.text, got.answer.text

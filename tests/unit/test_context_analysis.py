@@ -15,6 +15,15 @@ from nodes.context_analysis import (
     analyze,
     detect_language,
 )
+from nodes.context_analysis.analyze import (
+    LEAD_RANK_DECAY,
+    SUPPORT_MAX_RANK,
+    best_sentence,
+    lead_first,
+    question_of,
+)
+from nodes.context_analysis.passages import Candidate
+from nodes.context_analysis.scoring import Scored
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult
 from nodes.terms import key_terms
@@ -256,6 +265,17 @@ LONG_PY = "\n".join([
     "    output = {'openapi': version, 'info': info}",
     "    return output",
 ])
+CONFIRM_PY = "\n".join([
+    "def confirm(text: str, default: bool = False) -> bool:",
+    '    """Prompts for confirmation (yes/no question)."""',
+    *[f"    step_{i} = prepare({i})" for i in range(20)],
+    "    while True:",
+    "        value = visible_prompt_func(prompt).lower().strip()",
+    "        if value in ('y', 'yes'):",
+    "            return True",
+    *[f"        more_{i} = other({i})" for i in range(10)],
+    '        echo("Error: invalid input", err=err)',
+])
 MODEL_PY = "class Operation(BaseModel):\n    tags: list[str] | None = None\n    operationId: str | None = None"
 
 
@@ -267,8 +287,12 @@ MODEL_PY = "class Operation(BaseModel):\n    tags: list[str] | None = None\n    
         ("Where does get_openapi collect operation_ids?", LONG_PY, 10, "def get_openapi(",
          ['"""Build the OpenAPI schema of the app."""', "    operation_ids: set[str] = set()", "    ..."],
          ["step_3", "more_4"]),
+        ("What does click.confirm print when the answer is not understood?", CONFIRM_PY, 40,
+         "def confirm(text: str, default: bool = False) -> bool:",
+         ['"""Prompts for confirmation (yes/no question)."""', '        echo("Error: invalid input", err=err)'],
+         ["step_3", "more_4"]),
     ],
-    ids=["enclosing-def-in-a-group", "long-def-signature-docstring-used-lines"],
+    ids=["enclosing-def-in-a-group", "long-def-signature-docstring-used-lines", "long-def-string-literal-lines"],
 )
 def test_code_is_quoted_as_its_enclosing_definition(question: str, content: str, start: int, first_line: str,
                                                     shown: list[str], hidden: list[str]) -> None:
@@ -333,3 +357,57 @@ def test_rows_appended_for_a_ranked_file_weigh_as_that_file() -> None:
     rows = [ev("r0", FILE_ROW.path, "# Кастомные ответы", 1), other, appended]
     span = lead("Как отправить файл для скачивания?", rows)
     assert span.path == FILE_ROW.path  # the file ranked first, though this row came last
+
+
+# -- the lead weighs retrieval rank; supports stay near the top; a file's reason is its best sentence ------
+def scored(path: str, score: float, kind: str = "prose") -> Scored:
+    row = ev(path, path, "text", 1)
+    return Scored(candidate=Candidate(row=row, kind=kind, text="text", start_line=1, end_line=1), score=score,
+                  terms=[], lexical=score)
+
+
+@pytest.mark.parametrize(
+    ("items", "leads"),
+    [
+        ([("b.md", 0.30), ("a.md", 0.25)], "a.md"),  # 0.30 / (1 + 0.5) < 0.25: the top file keeps the lead
+        ([("b.md", 0.40), ("a.md", 0.25)], "b.md"),  # a clear margin still wins
+        ([("a.md", 0.25), ("b.md", 0.20)], "a.md"),
+        ([("b.py", 0.30, "source"), ("a.md", 0.25)], "b.py"),  # a definition keeps its own score
+    ],
+    ids=["rank-1-keeps-the-lead", "clear-margin-wins", "already-first", "definition-not-reweighed"],
+)
+def test_the_lead_weighs_the_file_rank_again(items: list[tuple[Any, ...]], leads: str) -> None:
+    ranked = [scored(*item) for item in items]
+    first = lead_first(ranked, {"a.md": 1, "b.md": 2, "b.py": 2})
+    assert first[0].candidate.row.path == leads and sorted(map(id, first)) == sorted(map(id, ranked))
+    assert LEAD_RANK_DECAY == 0.5
+
+
+def test_supports_come_only_from_the_top_ranked_files() -> None:
+    question = "Какое значение по умолчанию у max_age и что делает expose_headers?"
+    filler = [ev(f"f{i}", f"docs/other{i}.md", f"Про max_age и кэширование, вариант {i}.", 1)
+              for i in range(5)]
+    assert SUPPORT_MAX_RANK < 7  # `far` is the seventh file
+    far = ev("far", "docs/far.md", "Параметр `expose_headers` открывает браузеру заголовки ответа.", 1)
+    spans = analyze(question, key_terms(question), [CORS_ROW, *filler, far], True).spans
+    assert spans and all(s.path != "docs/far.md" for s in spans)
+    near = analyze(question, key_terms(question), [CORS_ROW, far, *filler], True).spans
+    assert any(s.path == "docs/far.md" for s in near)  # the same passage from a top file supports
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("Короткая строка про WSGIMiddleware.", "Короткая строка про WSGIMiddleware."),
+        ("Вы можете монтировать приложения, как вы видели в разделе о подприложениях и прокси-серверах, "
+         "и это работает для любых приложений этого типа без изменений. Для этого используйте WSGIMiddleware "
+         "и оберните им ваше приложение. Потребуется пакет a2wsgi, который ставится отдельно от всего "
+         "остального, как и другие дополнительные зависимости.",
+         "Для этого используйте WSGIMiddleware и оберните им ваше приложение."),
+    ],
+    ids=["short-line-as-is", "long-line-its-best-sentence"],
+)
+def test_a_files_reason_is_the_sentence_that_names_the_asked_term(text: str, says: str) -> None:
+    question = "Как подключить WSGIMiddleware?"
+    q = question_of(question, key_terms(question), [ev("w", "docs/wsgi.md", text, 1)])
+    assert best_sentence(text, q) == says
