@@ -110,16 +110,29 @@ def code_slot(code_plan: CodePlan | None) -> int | None:
     return CODE_SLOT_IDENTIFIER
 
 
-def reserve_slot(rows: Sequence[EvidenceRow], slot: int | None, layer_prefix: str = "C") -> list[EvidenceRow]:
-    """Move the best row of the given layer family up to `slot` when it ranks below it."""
+EXPLICIT_CODE_FILES = 2
+"""How many code files an explicit code request ("где в коде…", "the implementation of…") lifts to the
+top, the best row of each: the best code row is often a near namesake of the answer (`generate_operation_id`
+beside `generate_unique_id`). Dev macro recall@5 0.884 → 0.887, code-gold 0.830 → 0.843, no corpus lower."""
+
+
+def reserve_slot(rows: Sequence[EvidenceRow], slot: int | None, layer_prefix: str = "C",
+                 files: int = 1) -> list[EvidenceRow]:
+    """Move the best rows of the first `files` files of the given layer family up to `slot`, `slot + 1`, …
+    when they rank below it."""
     out = list(rows)
     if slot is None:
         return out
-    for i, row in enumerate(out):
-        if row.layer.startswith(layer_prefix):
-            if i > slot:
-                out.insert(slot, out.pop(i))
+    lifted: list[str] = []
+    for row in list(out):
+        if len(lifted) >= files:
             break
+        if row.layer.startswith(layer_prefix) and row.path not in lifted:
+            target = slot + len(lifted)
+            j = out.index(row)
+            if j > target:
+                out.insert(target, out.pop(j))
+            lifted.append(row.path)
     return out
 
 
@@ -140,7 +153,8 @@ def rank_rows(lanes: Lanes, spec: MergeSpec) -> list[EvidenceRow]:
         return fused
     if spec.prefer_non_tests and not mentions_tests(spec.query):
         fused = demote_tests(fused)
-    return reserve_slot(diversify(fused), code_slot(spec.code_plan))
+    explicit = spec.code_plan is not None and spec.code_plan.explicit
+    return reserve_slot(diversify(fused), code_slot(spec.code_plan), files=EXPLICIT_CODE_FILES if explicit else 1)
 
 
 def merge_lanes(gathered: GatheredLanes, spec: MergeSpec) -> RetrievalResult:

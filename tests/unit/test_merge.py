@@ -42,6 +42,19 @@ def test_the_best_code_row_gets_its_reserved_slot(code_plan: CodePlan | None, co
     assert paths(lanes, code_plan=code_plan).index("pkg/cors.py") == code_at
 
 
+CODE_2 = row("k2", "pkg/ids.py", layer="C1_SYMBOL_CATALOG", content="def generate_unique_id", distance=0.6)
+CODE_2B = row("k3", "pkg/ids.py", layer="C0_SOURCE_CHUNKS", content="return route.name", distance=0.65)
+
+
+@pytest.mark.parametrize(("code_plan", "expected"), [
+    (EXPLICIT, ["pkg/cors.py", "pkg/ids.py", "docs/a.md", "docs/b.md"]),  # two code files, one row each
+    (NAMED, ["docs/a.md", "docs/b.md", "pkg/cors.py", "docs/c.md"]),      # one slot, after two doc rows
+])
+def test_an_explicit_code_request_lifts_two_code_files(code_plan: CodePlan, expected: list[str]) -> None:
+    lanes = {"semantic": [DOC_A, DOC_B, DOC_C, CODE, CODE_2B, CODE_2]}
+    assert paths(lanes, code_plan=code_plan)[:4] == expected
+
+
 def test_plain_baselines_are_not_reshaped() -> None:
     lanes = {"semantic": [TEST, DOC_A, DOC_B, CODE]}
     assert paths(lanes, code_plan=EXPLICIT, plain=True) == ["tests/test_cors.py", "docs/a.md", "docs/b.md",
