@@ -258,6 +258,9 @@ def _session_lock(db: Database, session: RagSession):
         db.pool.putconn(conn)
         raise IndexingError(f"another index job (or a delete) is running for session '{session.name}': "
                             "wait for it to finish")
+    # With the lock held no other job of the session is alive: a `running` row left is a killed job's.
+    jobs.fail_interrupted(conn, session.rag_session_id)
+    conn.commit()
     return conn
 
 
