@@ -107,15 +107,18 @@ def _killed_run(ctx: Any, root: Path) -> dict[str, Any]:
                             start_new_session=True)
     killed_at = None
     assert proc.stderr is not None
-    for line in proc.stderr:
-        lines.append(line.rstrip())
-        if line.startswith("embed:") and "(" in line:
-            pct = int(line.split("(", 1)[1].split("%", 1)[0])
-            if pct >= KILL_AT:
-                os.killpg(proc.pid, signal.SIGKILL)
-                killed_at = line.strip()
-                break
-    proc.wait()
+    try:
+        for line in proc.stderr:
+            lines.append(line.rstrip())
+            if line.startswith("embed:") and "(" in line:
+                pct = int(line.split("(", 1)[1].split("%", 1)[0])
+                if pct >= KILL_AT:
+                    killed_at = line.strip()
+                    break
+    finally:  # also when the bench itself is interrupted: the run is in its own session, nobody else kills it
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
     return {"killed_at": killed_at, "seconds_before_kill": round(time.perf_counter() - t0, 1),
             "progress_lines": lines[-12:], "returncode": proc.returncode}
 
