@@ -18,6 +18,11 @@ SCHEMA_VERSION = 6
 
 CHUNK_TABLE_PREFIX = "rag_chunks_d"
 
+HNSW_WITH = "m = 16, ef_construction = 64"
+HNSW_BUILD_MEMORY = "512MB"
+"""`maintenance_work_mem` of an HNSW build: the graph of the stdlib's 25k vectors (512 dims) needs ~100 MB,
+and a graph that outgrows it is finished on disk, several times slower (PostgreSQL's default is 64 MB)."""
+
 _BASE_DDL = """
 CREATE TABLE IF NOT EXISTS rag_schema_version (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
@@ -81,8 +86,7 @@ CREATE TABLE IF NOT EXISTS {table} (
 );
 CREATE INDEX IF NOT EXISTS {ix_session} ON {table} (rag_session_id, generation, layer);
 CREATE INDEX IF NOT EXISTS {ix_path} ON {table} (path text_pattern_ops);
-CREATE INDEX IF NOT EXISTS {ix_hnsw} ON {table} USING hnsw (embedding vector_cosine_ops)
-    WITH (m = 16, ef_construction = 64);
+CREATE INDEX IF NOT EXISTS {ix_hnsw} ON {table} USING hnsw (embedding vector_cosine_ops) WITH ({hnsw_with});
 CREATE INDEX IF NOT EXISTS {ix_tsv} ON {table} USING gin (tsv);
 CREATE INDEX IF NOT EXISTS {ix_domain} ON {table} (lower(metadata_json->>'domain'));
 CREATE INDEX IF NOT EXISTS {ix_subdomain} ON {table} (lower(metadata_json->>'subdomain'));
@@ -219,12 +223,65 @@ def ensure_space(conn: psycopg.Connection, dim: int) -> str:
         names = {
             "table": sql.Identifier(table),
             "dim": sql.Literal(dim),
+            "hnsw_with": sql.SQL(HNSW_WITH),
             **{k: sql.Identifier(f"{table}_{k[3:]}") for k in
                ("ix_session", "ix_path", "ix_hnsw", "ix_tsv", "ix_domain", "ix_subdomain", "ix_name")},
         }
         conn.execute(sql.SQL(_CHUNK_DDL).format(**names))
         _refresh_view(conn)
     return table
+
+
+def vector_index(table: str) -> str:
+    """Name of a chunk table's HNSW index (as `ensure_space` creates it)."""
+    return f"{table}_hnsw"
+
+
+def has_vector_index(conn: psycopg.Connection, table: str) -> bool:
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (vector_index(table),)).fetchone()
+    return bool(row and row[0])
+
+
+def drop_vector_index(conn: psycopg.Connection, table: str, *, lock_timeout_ms: int = 1000) -> bool:
+    """Drop a chunk table's HNSW index before a bulk load; False (and nothing dropped) when the table's lock
+    does not come within `lock_timeout_ms` (a long statement holds it: readers would queue behind us)."""
+    try:
+        with conn.transaction():
+            conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{lock_timeout_ms}ms")))
+            conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(vector_index(table))))
+    except psycopg.errors.LockNotAvailable:
+        return False
+    return True
+
+
+def build_vector_index(conn: psycopg.Connection, table: str, *, lock_timeout_ms: int | None = None) -> bool:
+    """(Re)build a chunk table's HNSW index when it is missing: after a bulk load that dropped it, or when the
+    job that dropped it was killed before building it again. Returns whether it was built.
+
+    Until it exists the vector lane scans exactly: the same rows, only slower. The existence check comes
+    first because `CREATE INDEX IF NOT EXISTS` takes the table's SHARE lock even when the index exists.
+
+    Args:
+        lock_timeout_ms: give up (False) when the table's lock does not come in time — another job is
+            loading rows, and that job builds the index itself when its load is done.
+    """
+    if has_vector_index(conn, table):
+        return False
+    try:
+        with conn.transaction():
+            if lock_timeout_ms is not None:
+                conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{lock_timeout_ms}ms")))
+            _create_vector_index(conn, table)
+    except psycopg.errors.LockNotAvailable:
+        return False
+    return True
+
+
+def _create_vector_index(conn: psycopg.Connection, table: str) -> None:
+    conn.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(sql.Literal(HNSW_BUILD_MEMORY)))
+    conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_cosine_ops) "
+                         "WITH ({})").format(sql.Identifier(vector_index(table)), sql.Identifier(table),
+                                             sql.SQL(HNSW_WITH)))
 
 
 def _refresh_view(conn: psycopg.Connection) -> None:

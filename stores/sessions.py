@@ -10,6 +10,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from stores.errors import EmbedderMismatchError, SessionBusyError, SessionNotFoundError
+from stores.indexing.jobs import fail_interrupted
 from stores.schema import chunk_table, ensure_space
 
 
@@ -111,7 +112,11 @@ def save_stop_lexemes(conn: psycopg.Connection, session_id: str, lexemes: list[s
 
 
 def list_sessions(conn: psycopg.Connection) -> list[dict]:
-    """Sessions with their row counts (active generation only) and last job."""
+    """Sessions with their row counts (active generation only) and last job.
+
+    A job left `running` by a process that died is reported (and recorded) as failed: interrupted.
+    """
+    reap_interrupted_jobs(conn)
     with conn.cursor(row_factory=dict_row) as cur:
         sessions = cur.execute(f"SELECT {_COLUMNS} FROM rag_sessions ORDER BY name").fetchall()
         out = []
@@ -122,7 +127,7 @@ def list_sessions(conn: psycopg.Connection) -> list[dict]:
                 (s["rag_session_id"], s["active_generation"]),
             ).fetchone()
             job = cur.execute(
-                "SELECT kind, status, finished_at FROM rag_index_jobs WHERE rag_session_id = %s "
+                "SELECT kind, status, finished_at, error FROM rag_index_jobs WHERE rag_session_id = %s "
                 "ORDER BY started_at DESC LIMIT 1",
                 (s["rag_session_id"],),
             ).fetchone()
@@ -133,6 +138,27 @@ def list_sessions(conn: psycopg.Connection) -> list[dict]:
 def job_lock_key(session_id: str) -> str:
     """Key of the session's advisory lock: held by an index job for its whole run, taken by a delete."""
     return f"lotsman_index:{session_id}"
+
+
+def reap_interrupted_jobs(conn: psycopg.Connection) -> int:
+    """Mark failed the `running` jobs whose process is gone; returns how many.
+
+    A job holds its session's advisory lock (a session-level lock, released by PostgreSQL when the job's
+    connection drops, e.g. after `kill -9`) from before its row is inserted until after it is finished. So a
+    `running` row of a session whose lock this transaction can take has nobody running it. Taking the lock
+    (not just looking at `pg_locks`) closes the race with a job that finishes between the two reads.
+    """
+    reaped = 0
+    with conn.transaction():
+        running = conn.execute(
+            "SELECT DISTINCT rag_session_id FROM rag_index_jobs WHERE status = 'running'").fetchall()
+        for (session_id,) in running:
+            with conn.transaction():  # a savepoint: the xact lock is held until the outer commit, just after
+                got = conn.execute("SELECT pg_try_advisory_xact_lock(hashtext(%s))",
+                                   (job_lock_key(session_id),)).fetchone()
+                if got and got[0]:
+                    reaped += fail_interrupted(conn, session_id)
+    return reaped
 
 
 def delete_session(conn: psycopg.Connection, name_or_id: str) -> RagSession:

@@ -7,6 +7,10 @@ import uuid
 import psycopg
 from psycopg.types.json import Jsonb
 
+INTERRUPTED = ("interrupted: the process running this job ended before finishing it (killed or crashed); "
+               "the session keeps its previous index — run the index again")
+"""The error of a job found `running` with nobody running it (`finished_at` is when that was found)."""
+
 
 def start_job(conn: psycopg.Connection, session_id: str, kind: str) -> str:
     job_id = uuid.uuid4().hex
@@ -27,6 +31,20 @@ def finish_job(
             "WHERE job_id = %s",
             ("failed" if error else "done", Jsonb(counts), Jsonb(skipped), error, job_id),
         )
+
+
+def fail_interrupted(conn: psycopg.Connection, session_id: str) -> int:
+    """Mark the session's `running` jobs failed as interrupted; returns how many.
+
+    Call it only while the session's job lock is held (by this caller): an index job holds that lock from
+    before its row is inserted until after it is finished, so under the lock a `running` row is a dead one.
+    """
+    cur = conn.execute(
+        "UPDATE rag_index_jobs SET status = 'failed', error = %s, finished_at = now() "
+        "WHERE rag_session_id = %s AND status = 'running'",
+        (INTERRUPTED, session_id),
+    )
+    return cur.rowcount
 
 
 def get_job(conn: psycopg.Connection, job_id: str) -> dict | None:

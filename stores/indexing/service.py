@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from psycopg import sql
 
 from stores.database import Database
 from stores.embedders import LotsmanEmbeddings
@@ -26,7 +27,7 @@ from stores.indexing.files import SkippedFile, SourceFile, collect_files, read_s
 from stores.indexing.parsing import parse_file, parse_files
 from stores.indexing.records import ChunkRecord
 from stores.repository import RagRepository
-from stores.schema import ensure_tables
+from stores.schema import build_vector_index, drop_vector_index, ensure_tables
 from stores.sessions import (
     RagSession,
     find_session,
@@ -39,6 +40,12 @@ from stores.sessions import (
 CACHE_FLUSH_FILES = 32
 CACHE_FLUSH_S = 2.0
 """Blob-cache entries are committed after this many files or seconds, whichever comes first."""
+
+REBUILD_MIN_VECTORS = 5000
+"""A job writing at least this many vectors into a table holding no more than that many builds the table's
+HNSW index after its load instead of inserting into it row by row. Measured on the standard library (24.7k
+vectors, 2 cores): row-by-row maintenance cost PostgreSQL ~100 s, loading without the index and building it
+afterwards 9 s + 13 s; a rebuild also covers the table's other vectors, hence the bound on those."""
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stage is "parse", "embed" or "write"."""
@@ -215,15 +222,39 @@ def _write(db: Database, session: RagSession, generation: int, prepared: list[_P
             if not item.from_cache:
                 flusher.add(item)
 
-    with db.connection() as conn:
-        if replace_paths is not None:
-            writer.delete_paths(conn, session.table, session.rag_session_id, generation, replace_paths)
-        report.rows_written = writer.copy_rows(conn, session.table, session.rag_session_id, generation, rows())
-        flusher.flush()
+    rebuild = _drop_vector_index_for_load(db, session, prepared)
+    try:
+        with db.connection() as conn:
+            if replace_paths is not None:
+                writer.delete_paths(conn, session.table, session.rag_session_id, generation, replace_paths)
+            report.rows_written = writer.copy_rows(conn, session.table, session.rag_session_id, generation, rows())
+            flusher.flush()
+    finally:
+        if rebuild:  # also after a failed load: the table must not stay without its index
+            t1 = time.perf_counter()
+            with db.connection() as conn:
+                build_vector_index(conn, session.table)
+            report.timings["vector_index"] = time.perf_counter() - t1
     report.embedded = emb.done
     report.rows_per_layer = dict(sorted(layers.items()))
     report.timings["embed"] = emb.seconds
     report.timings["write"] = max(0.0, time.perf_counter() - t0 - emb.seconds)
+
+
+def _drop_vector_index_for_load(db: Database, session: RagSession, prepared: list[_Prepared]) -> bool:
+    """Drop the table's HNSW index when this load is large and the table holds no more vectors than it
+    (`REBUILD_MIN_VECTORS`); the caller builds it again after the load. Meanwhile every session of the
+    table gets exact vector scans: the same rows, slower. Returns whether it was dropped."""
+    to_load = sum(r.embed for item in prepared for r in item.records)
+    if to_load < REBUILD_MIN_VECTORS:
+        return False
+    with db.connection() as conn:
+        row = conn.execute(  # counts no further than the bound: cheap on a table of 10⁶ rows
+            sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} WHERE embedding IS NOT NULL LIMIT %s) v").format(
+                sql.Identifier(session.table)), (to_load + 1,)).fetchone()
+        if row is None or row[0] > to_load:
+            return False
+        return drop_vector_index(conn, session.table)
 
 
 class _CacheFlusher:
@@ -258,6 +289,9 @@ def _session_lock(db: Database, session: RagSession):
         db.pool.putconn(conn)
         raise IndexingError(f"another index job (or a delete) is running for session '{session.name}': "
                             "wait for it to finish")
+    # With the lock held no other job of the session is alive: a `running` row left is a killed job's.
+    jobs.fail_interrupted(conn, session.rag_session_id)
+    conn.commit()
     return conn
 
 
@@ -280,6 +314,8 @@ def _run_job(db: Database, session: RagSession, kind: str, body: Callable[[Index
     lock = _session_lock(db, session)
     try:
         _check_not_deleted(db, session)
+        with db.connection() as conn:  # a job killed between dropping the index and building it again
+            build_vector_index(conn, session.table, lock_timeout_ms=1000)
         with db.connection() as conn:
             job_id = jobs.start_job(conn, session.rag_session_id, kind)
         report = IndexReport(session=session.name, job_id=job_id, kind=kind)
