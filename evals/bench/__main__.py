@@ -10,6 +10,7 @@ Benchmarks print numbers; targets are shown next to them, nothing here passes or
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import platform
 import shutil
@@ -198,39 +199,19 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
+SECTION_MODULES = {"index": "indexing"}
+"""Sections whose module is not named like the section (`evals/bench/<module>.py`)."""
+
+
 def _run_section(name: str, report: Report, ctx: Ctx) -> None:
+    """Import a section's module on demand (some pull in heavy dependencies) and run it."""
+    module = importlib.import_module(f"evals.bench.{SECTION_MODULES.get(name, name)}")
     if name == "embedders":
-        from evals.bench import embedders
-
-        embedders.run(report, ctx.opts)
+        module.run(report, ctx.opts)
     elif name == "hnsw":
-        from evals.bench import hnsw
-
-        hnsw.run(report, ctx.db, ctx.opts)
-    elif name == "index":
-        from evals.bench import indexing
-
-        indexing.run(report, ctx)
-    elif name == "retrieval":
-        from evals.bench import retrieval
-
-        retrieval.run(report, ctx)
-    elif name == "ask":
-        from evals.bench import ask
-
-        ask.run(report, ctx)
-    elif name == "stdlib":
-        from evals.bench import stdlib
-
-        stdlib.run(report, ctx)
-    elif name == "scale":
-        from evals.bench import scale
-
-        scale.run(report, ctx)
-    elif name == "clients":
-        from evals.bench import clients
-
-        clients.run(report, ctx)
+        module.run(report, ctx.db, ctx.opts)
+    else:
+        module.run(report, ctx)
 
 
 if __name__ == "__main__":
