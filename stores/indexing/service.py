@@ -47,6 +47,13 @@ HNSW index after its load instead of inserting into it row by row. Measured on t
 vectors, 2 cores): row-by-row maintenance cost PostgreSQL ~100 s, loading without the index and building it
 afterwards 9 s + 13 s; a rebuild also covers the table's other vectors, hence the bound on those."""
 
+INDEX_EMBED_THREADS = 1
+"""Compute (BLAS) threads of an offline embedder inside an index job. The job parses, writes and runs
+PostgreSQL beside the embedder, and OpenBLAS's two threads wait for each other whenever one of them loses its
+core: the embedder ran at half speed inside the job (standard library: 344 s against 171 s alone). 600 stdlib
+texts with the other core busy: one thread 6.4–8.4 s in every run, two threads 10.9–33.0 s; on an idle
+machine two threads take ~5 s (`tests/unit/test_embedders.py` checks that the limit reaches BLAS)."""
+
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stage is "parse", "embed" or "write"."""
 
@@ -141,7 +148,7 @@ class _Embedder:
 
     def _run(self, texts: list[str]) -> np.ndarray:
         t0 = time.perf_counter()
-        vectors = np.asarray(self.embedder.embed_documents(texts), dtype=np.float32)
+        vectors = np.asarray(self.embedder.embed_batch(texts, threads=INDEX_EMBED_THREADS), dtype=np.float32)
         self.seconds += time.perf_counter() - t0
         self.done += len(texts)
         if self.progress:
