@@ -164,7 +164,7 @@ class GraphDeps:
             lanes_repository.lexical_rank_cap = LEXICAL_RANK_CAP
         adapter = RetrievalAdapter(lanes_repository, embedder, executor=self.lane_pool(), stop_lexemes=stop,
                                    layout=layout, symbols=symbols,
-                                   exact_vectors=exact)
+                                   exact_vectors=exact, present_layers=repository.present_layers(session))
         return SessionBundle(session=session, adapter=adapter, router=router, symbols=symbols)
 
 

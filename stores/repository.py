@@ -164,6 +164,15 @@ class RagRepository:
         )
         return int(rows[0]["n"]) if rows else 0
 
+    def present_layers(self, session: RagSession) -> frozenset[str]:
+        """The layers that hold rows in the session's active generation."""
+        rows = self._fetch(
+            f'SELECT DISTINCT layer FROM "{session.table}" WHERE rag_session_id = %(sid)s AND generation = '
+            "(SELECT active_generation FROM rag_sessions WHERE rag_session_id = %(sid)s)",
+            {"sid": session.rag_session_id},
+        )
+        return frozenset(r["layer"] for r in rows)
+
     def indexed_paths(self, session: RagSession) -> list[str]:
         rows = self._fetch(
             f'SELECT DISTINCT path FROM "{session.table}" WHERE rag_session_id = %(sid)s AND generation = '

@@ -27,7 +27,7 @@ from nodes.context_retrieval.merge import (
     merge_lanes,
     rank_rows,
 )
-from nodes.context_retrieval.relax import RelaxStep, next_step, relax_plan
+from nodes.context_retrieval.relax import RelaxStep, can_find, next_step, relax_plan
 from nodes.conversation_understanding import is_generic_term
 from nodes.layout import RepoLayout, about_the_project, overview_request, says_this_project, translate_prefixes
 from nodes.retrieval_policy import CodePlan, RetrievalPlan, RetrievalProfile
@@ -133,13 +133,17 @@ class RetrievalAdapter:
             for a definition pushes the gold page out of the top 5 (fastapi-ru 0.930 → 0.892).
         exact_vectors: scan the session's vectors exactly (small sessions: exact, and independent of
             other sessions' rows in the shared HNSW index).
+        present_layers: the layers holding rows in the session (None: not known). A relaxation step
+            whose layers hold nothing is skipped instead of queried (a code-only repository has no docs
+            layers: on the standard library at 100k rows that was up to three round trips per request).
     """
 
     def __init__(self, repository: RagRepository, embedder: Embeddings, *, executor: Executor | None = None,
                  lane_weights: Mapping[str, float] | None = None, candidates: int = CANDIDATES,
                  stop_lexemes: Sequence[str] = (), ambient_code: bool = True,
                  layout: RepoLayout | None = None, gate: GateThresholds | None = None,
-                 symbols: frozenset[str] = frozenset(), bridge: bool = False, exact_vectors: bool = False) -> None:
+                 symbols: frozenset[str] = frozenset(), bridge: bool = False, exact_vectors: bool = False,
+                 present_layers: frozenset[str] | None = None) -> None:
         self.repository = repository
         self.embedder = embedder
         self.executor = executor or InlineExecutor()
@@ -152,6 +156,7 @@ class RetrievalAdapter:
         self.symbols = symbols
         self.bridge = bridge
         self.exact_vectors = exact_vectors
+        self.present_layers = present_layers
 
     def fetch_rows(
         self, session: RagSession, plan: RetrievalPlan, code_plan: CodePlan | None, query: str, *,
@@ -292,7 +297,10 @@ class RetrievalAdapter:
         answered: RelaxStep = "hard"
         while step is not None:
             current = relax_plan(plan, step)
-            if current != tried:  # a step that changes nothing is not worth a query
+            if current != tried and not can_find(current.layers, self.present_layers):
+                rows = []  # the step's layers hold nothing in this session: as if queried
+                tried, answered = current, step
+            elif current != tried:  # a step that changes nothing is not worth a query
                 rows = self.repository.retrieve(
                     session, query_embedding=embedding if on("semantic") else None,
                     query_text=query if (on("lexical") or on("ranked")) else "",
@@ -307,6 +315,8 @@ class RetrievalAdapter:
                 on: Callable[[str], bool]) -> list[dict[str, Any]]:
         """The documents' chunks under the plan's filters as preferences (a file plan's second look)."""
         chunks = relax_plan(plan, "preference").model_copy(update={"layers": list(CHUNK_LAYERS)})
+        if not can_find(chunks.layers, self.present_layers):
+            return []
         return self.repository.retrieve(
             session, query_embedding=embedding if on("semantic") else None,
             query_text=query if on("lexical") else "", filters=plan_filters(chunks, self.layout),

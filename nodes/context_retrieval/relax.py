@@ -14,6 +14,7 @@ The step that answered is recorded in the retrieval report (LangSmith shows it).
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import Literal
 
 from nodes.retrieval_policy import PlanFilters, RetrievalPlan
@@ -39,6 +40,12 @@ def relax_plan(plan: RetrievalPlan, step: RelaxStep) -> RetrievalPlan:
                                  *(layer.value for layer in CODE_PLAN_LAYERS)]))
     filters = PlanFilters(prefer_like_patterns=f.prefer_like_patterns, target_doc_hints=f.target_doc_hints)
     return plan.model_copy(update={"layers": layers, "filters": filters})
+
+
+def can_find(layers: Sequence[str], present: Collection[str] | None) -> bool:
+    """Whether a query over `layers` can find anything in a session holding rows of `present` layers
+    (None: not known; no layers: no layer filter). A step that cannot is not worth a query (pure)."""
+    return present is None or not layers or any(layer in present for layer in layers)
 
 
 def next_step(step: RelaxStep, found: int, limit: int) -> RelaxStep | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.context_retrieval.relax import next_step, relax_plan
+from nodes.context_retrieval.relax import can_find, next_step, relax_plan
 from nodes.layout import about_the_project, discover_layout, overview_request, says_this_project, translate_prefixes
 from nodes.retrieval_policy import PlanFilters, RetrievalPlan
 
@@ -95,3 +95,45 @@ def test_questions_about_the_repository_itself(query: str, about: bool, says: bo
     topics = [t for t in key_terms(query) if not is_generic_term(t)]
     assert (about_the_project(query, layout), says_this_project(query)) == (about, says)
     assert overview_request(query, topics, layout) is overview
+
+
+CODE_ONLY = frozenset({"C0_SOURCE_CHUNKS", "C1_SYMBOL_CATALOG"})
+
+
+@pytest.mark.parametrize(("layers", "present", "expected"), [
+    (["D1_DOCUMENT_CATALOG", "D3_ENTITY_CATALOG"], CODE_ONLY, False),   # a code-only repository: no cards
+    (["D1_DOCUMENT_CATALOG", "C1_SYMBOL_CATALOG"], CODE_ONLY, True),    # one layer that holds rows is enough
+    ([], CODE_ONLY, True),                                              # no layer filter: every row
+    (["D1_DOCUMENT_CATALOG"], None, True),                              # not known: query
+    (["D0_DOC_CHUNKS"], frozenset(), False),                            # an empty session
+])
+def test_can_find(layers: list[str], present: frozenset[str] | None, expected: bool) -> None:
+    assert can_find(layers, present) is expected
+
+
+def test_a_code_only_repository_skips_to_the_step_that_opens_the_code_layers() -> None:
+    """Hard and preference steps over docs layers are not queried; the rows and the step are the same."""
+    from nodes.context_retrieval.adapter import RetrievalAdapter
+    from stores.embedders import FakeEmbeddings
+    from stores.sessions import RagSession
+
+    class Repository:
+        def __init__(self) -> None:
+            self.asked: list[tuple[str, ...]] = []
+
+        def retrieve(self, session, **kwargs):
+            layers = tuple(kwargs["filters"].layers)
+            self.asked.append(layers)
+            return [{"id": f"c{i}", "path": "pkg/mod.py", "layer": "C0_SOURCE_CHUNKS", "title": "",
+                     "content": "x", "metadata": {}, "span_start": i, "span_end": i, "distance": 0.3,
+                     "lexical_score": 0.0} for i in range(3)] if "C0_SOURCE_CHUNKS" in layers else []
+
+    session = RagSession(rag_session_id="s", name="s", embedder="fake", embedding_dim=64, active_generation=1)
+    results = {}
+    for present in (None, CODE_ONLY):
+        repo = Repository()
+        adapter = RetrievalAdapter(repo, FakeEmbeddings(), present_layers=present)  # type: ignore[arg-type]
+        rows, step = adapter._ranked(session, FIND, "cors settings", [0.0] * 64, lambda lane: True)
+        results[present] = ([r["id"] for r in rows], step, len(repo.asked))
+    assert results[None][:2] == results[CODE_ONLY][:2] == (["c0", "c1", "c2"], "none")
+    assert (results[None][2], results[CODE_ONLY][2]) == (3, 1)
