@@ -65,14 +65,13 @@ CREATE TABLE IF NOT EXISTS rag_blob_cache (
 """
 
 TSV_EXPRESSION = """
-        setweight(to_tsvector('russian', coalesce(title, '') || ' ' || lotsman_identifier_words(title)), 'A')
+        setweight(to_tsvector('russian', coalesce(title, '')), 'A')
         || setweight(to_tsvector('russian', translate(path, '/._-', '    ')), 'B')
         || to_tsvector('russian', left(content, 60000))
         || to_tsvector('russian', lotsman_identifier_words(left(content, 60000)))
     """
-"""The chunk tables' generated `tsv`: title (A) with the words of its identifiers (code rows' titles are
-qualified names: `pkg.mod.Class.method` was one lexeme that no question ever matched), path words (B),
-content, and the words inside the content's identifiers (schema v7, `lotsman_identifier_words`)."""
+"""The chunk tables' generated `tsv`: title (A), path words (B), content, and the words inside the content's
+identifiers (schema v7, `lotsman_identifier_words`)."""
 
 # PostgreSQL's parser keeps `datetime.timedelta` or `self.headers` as one "host" token and `FileResponse` as
 # one word, so "timedelta", "headers" or "file response" never matched them lexically. This adds the parts:
@@ -80,10 +79,11 @@ content, and the words inside the content's identifiers (schema v7, `lotsman_ide
 # Renderer; the whole name is already a lexeme of the content), and snake_case names joined into one word
 # (`get_logger` → getlogger: the parser already splits at `_`, and the parts alone are common words that
 # the session's stoplist often drops). Each distinct identifier once, in sorted order (deterministic).
-# Cost, measured on the five eval corpora (32.6k rows): tsv +35 % (11.1 → 15.0 MB), a fresh GIN index
-# +26 % (4.2 → 5.3 MB), ~90 µs more PostgreSQL CPU per written row (computing tsv: 1.4 → 4.4 s in all).
-# Dev macro over the five corpora: recall@5 0.890 → 0.911, MRR 0.697 → 0.698, code-gold recall@5
-# 0.843 → 0.862 (docs/architecture/storage.md).
+# Dev macro over the five eval corpora: recall@5 0.890 → 0.902, MRR 0.697 → 0.701, code-gold recall@5
+# 0.843 → 0.848. Cost there (32.6k rows): tsv +28 % (11.1 → 14.2 MB), a fresh GIN index +25 % (4.2 → 5.3 MB),
+# ~60–80 µs more PostgreSQL CPU per written row. The title's identifiers too (code titles are qualified names)
+# gave recall@5 0.911 but MRR 0.698 and reordered the code lane enough to add an unrelated passage to a
+# fastapi answer; not kept (docs/architecture/storage.md).
 _IDENTIFIER_WORDS_DDL = r"""
 CREATE OR REPLACE FUNCTION lotsman_identifier_words(t text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
