@@ -78,4 +78,13 @@ def test_lower_camel_case_words_also_give_their_parts() -> None:
     from stores.statements import query_terms
 
     assert query_terms("Где вычисляется operationId?") == ["где", "вычисляется", "operationid", "operation"]
-    assert query_terms("APIRouter and get_app_dir") == ["apirouter", "and", "get_app_dir"]  # not lowerCamel
+    # not lowerCamel: `APIRouter` stays whole (so does the index's lexeme); snake_case adds its joined name
+    assert query_terms("APIRouter and get_app_dir") == ["apirouter", "and", "get_app_dir", "getappdir"]
+
+
+def test_snake_case_words_also_give_the_whole_name_as_one_word() -> None:
+    """The index adds `get_app_dir` as one lexeme (`getappdir`, schema v7): the question's spelling must
+    give the same word, or only the name's common parts (`get`, `app`) would match."""
+    assert query_terms("Где get_app_dir и _private_name?") == [
+        "где", "get_app_dir", "private_name", "getappdir", "privatename"]
+    assert query_terms("FileResponse datetime.timedelta") == ["fileresponse", "datetime", "timedelta"]
