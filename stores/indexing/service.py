@@ -47,12 +47,14 @@ HNSW index after its load instead of inserting into it row by row. Measured on t
 vectors, 2 cores): row-by-row maintenance cost PostgreSQL ~100 s, loading without the index and building it
 afterwards 9 s + 13 s; a rebuild also covers the table's other vectors, hence the bound on those."""
 
-INDEX_EMBED_THREADS = 1
-"""Compute (BLAS) threads of an offline embedder inside an index job. The job parses, writes and runs
-PostgreSQL beside the embedder, and OpenBLAS's two threads wait for each other whenever one of them loses its
-core: the embedder ran at half speed inside the job (standard library: 344 s against 171 s alone). 600 stdlib
-texts with the other core busy: one thread 6.4–8.4 s in every run, two threads 10.9–33.0 s; on an idle
-machine two threads take ~5 s (`tests/unit/test_embedders.py` checks that the limit reaches BLAS)."""
+INDEX_EMBED_WORKERS = 2
+"""An index job embeds each batch on this many workers of one compute (BLAS) thread each
+(`LotsmanEmbeddings.embed_batch`). The job parses, writes and runs PostgreSQL beside the embedder, and
+OpenBLAS's own two threads wait for each other whenever one of them loses its core: the embedder ran at half
+speed inside the job (standard library: 344 s against 171 s alone). One BLAS thread alone is steady but
+slower than two on an idle machine (job embedding 238 s against 162 s of pure embedding, 1.53× cold ÷ pure);
+two single-threaded workers keep both cores busy without the stalls (600 texts beside a running index job:
+2 BLAS threads 22.2 s, 1 thread 12.3 s, two 1-thread workers 5.9 s)."""
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stage is "parse", "embed" or "write"."""
@@ -148,7 +150,7 @@ class _Embedder:
 
     def _run(self, texts: list[str]) -> np.ndarray:
         t0 = time.perf_counter()
-        vectors = np.asarray(self.embedder.embed_batch(texts, threads=INDEX_EMBED_THREADS), dtype=np.float32)
+        vectors = np.asarray(self.embedder.embed_batch(texts, workers=INDEX_EMBED_WORKERS), dtype=np.float32)
         self.seconds += time.perf_counter() - t0
         self.done += len(texts)
         if self.progress:
