@@ -411,3 +411,23 @@ def test_a_files_reason_is_the_sentence_that_names_the_asked_term(text: str, say
     question = "Как подключить WSGIMiddleware?"
     q = question_of(question, key_terms(question), [ev("w", "docs/wsgi.md", text, 1)])
     assert best_sentence(text, q) == says
+
+
+README = ev("readme", "README.md", "# Click\n\nClick is a Python package for creating command line interfaces.", 1,
+            lanes={"landing": 1})
+CONTEXT = ev("ctx", "click/core.py", "class Context:\n    \"\"\"The context is a special internal object.\"\"\"", 200,
+             layer="C0_SOURCE_CHUNKS")
+
+
+@pytest.mark.parametrize(
+    ("rows", "lead"),
+    [
+        ([README, CONTEXT], "README.md"),  # the front door is retrieval's best file: it leads the overview
+        ([CONTEXT, README], "click/core.py"),  # a question about one part: that part's file keeps the lead
+    ],
+)
+def test_an_overview_leads_with_the_landing_page_only_when_retrieval_ranked_it_first(
+        rows: list[EvidenceRow], lead: str) -> None:
+    question = "What is a context in Click?"
+    got = analyze(question, ["context", "click"], rows, relevant=True, question=question, overview=True)
+    assert got.sufficient and got.spans[0].path == lead
