@@ -59,3 +59,4 @@ def test_the_index_job_embeds_on_its_workers():
     emb.close()
     assert item.resolve().shape == (3, 64)
     assert calls == [service.INDEX_EMBED_WORKERS] * 2
+
