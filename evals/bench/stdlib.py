@@ -127,6 +127,27 @@ def _killed_run(ctx: Any, root: Path) -> dict[str, Any]:
             "progress_lines": lines[-12:], "returncode": proc.returncode}
 
 
+def _wait_for_job_lock(db: Any, name: str, timeout_s: float = 60.0) -> float:
+    """Seconds until the killed run's job lock is free: its PostgreSQL backend outlives the SIGKILLed client
+    until it notices the closed socket, and a resumed run started at once was refused ("another index job
+    … is running"). That refusal is the product's documented answer; the bench waits instead."""
+    from stores.sessions import find_session, job_lock_key
+
+    t0 = time.perf_counter()
+    with db.connection() as conn:
+        session = find_session(conn, name)
+        while session is not None:
+            key = job_lock_key(session.rag_session_id)
+            if conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (key,)).fetchone()[0]:
+                conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
+                break
+            if time.perf_counter() - t0 > timeout_s:
+                raise BenchError(f"the killed index job's lock was still held after {timeout_s:.0f} s")
+            time.sleep(0.2)
+        conn.commit()
+    return time.perf_counter() - t0
+
+
 def run(report: Report, ctx: Any) -> dict[str, Any]:
     from stores.embedders import make_embedder
 
@@ -180,6 +201,7 @@ def run(report: Report, ctx: Any) -> dict[str, Any]:
         conn.execute("DELETE FROM rag_blob_cache WHERE embedder = %s", (embedder.name,))
     report.note(f"stdlib: index in a subprocess, kill -9 at {KILL_AT}% embedded")
     killed = _killed_run(ctx, root)
+    killed["lock_free_after_s"] = round(_wait_for_job_lock(db, KILLED_SESSION), 2)
     with db.connection() as conn:
         cached = conn.execute("SELECT count(*) FROM rag_blob_cache WHERE embedder = %s",
                               (embedder.name,)).fetchone()[0]
