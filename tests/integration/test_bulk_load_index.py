@@ -6,6 +6,7 @@ in between is healed by the next job. Vector search answers the same with the re
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 
@@ -105,3 +106,34 @@ def test_the_next_job_rebuilds_an_index_a_killed_job_left_dropped(db: Database, 
         assert vector_hits(db, name) == before
     finally:
         drop(db, name)
+
+
+def analyze_count(db: Database, at_least: int = 0) -> int:
+    """The table's ANALYZE count; waits up to 5 s for `at_least` (backends flush statistics when idle)."""
+    deadline = time.monotonic() + 5
+    with db.connection() as conn:
+        while True:
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            n = conn.execute("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = %s",
+                             (chunk_table(DIM),)).fetchone()[0]
+            if n >= at_least or time.monotonic() > deadline:
+                return n
+            time.sleep(0.1)
+
+
+def test_a_large_write_analyzes_the_table_and_a_small_one_leaves_it_to_autovacuum(
+        db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next question is planned with the new rows' statistics (without them the planner sorted a large
+    session by exact distance instead of using the HNSW index)."""
+    big, small = f"bulk-an-{uuid.uuid4().hex[:8]}", f"bulk-an-s-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(service, "ANALYZE_MIN_ROWS", 20)
+    try:
+        before = analyze_count(db)
+        report = index_repository(db, corpus(tmp_path / "big", 12), session_name=big, embedder=FakeEmbeddings(DIM))
+        assert report.rows_written >= 20 and "analyze" in report.timings
+        assert analyze_count(db, at_least=before + 1) >= before + 1
+        report = index_repository(db, corpus(tmp_path / "small", 1), session_name=small, embedder=FakeEmbeddings(DIM))
+        assert report.rows_written < 20 and "analyze" not in report.timings
+    finally:
+        drop(db, big, small)
+
