@@ -297,16 +297,14 @@ class RetrievalAdapter:
         answered: RelaxStep = "hard"
         while step is not None:
             current = relax_plan(plan, step)
-            if current != tried and not can_find(current.layers, self.present_layers):
-                rows = []  # the step's layers hold nothing in this session: as if queried
-                tried, answered = current, step
-            elif current != tried:  # a step that changes nothing is not worth a query
+            if current != tried:  # a step that changes nothing is not worth a query
+                # nor one whose layers hold nothing in this session: as if queried
                 rows = self.repository.retrieve(
                     session, query_embedding=embedding if on("semantic") else None,
                     query_text=query if (on("lexical") or on("ranked")) else "",
                     filters=plan_filters(current, self.layout),
                     limit=self.candidates, candidates=self.candidates, stop_lexemes=self.stop_lexemes,
-                    exact=self.exact_vectors)
+                    exact=self.exact_vectors) if can_find(current.layers, self.present_layers) else []
                 tried, answered = current, step
             step = next_step(step, len(rows), plan.limit)
         return rows, answered
