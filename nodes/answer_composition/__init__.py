@@ -5,11 +5,12 @@ it cannot produce a verified answer, and the caller falls back to the extractive
 """
 
 from nodes.answer_composition.citations import verify_citations
-from nodes.answer_composition.extractive import TEMPLATES, compose_extractive
+from nodes.answer_composition.extractive import ANSWER_CHARS, TEMPLATES, compose_extractive
 from nodes.answer_composition.llm import ANSWER_PROMPT, build_llm_messages, compose_with_llm, fence_content
 from nodes.answer_composition.models import Answer, AnswerMode, Citation
 
 __all__ = [
+    "ANSWER_CHARS",
     "ANSWER_PROMPT",
     "TEMPLATES",
     "Answer",

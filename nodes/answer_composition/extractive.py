@@ -14,6 +14,11 @@ SUPPORT_CHARS = 700
 """A supporting passage is cut (at a line) to this length: it adds a fact, it does not retell a page.
 At 400 the cut often fell before the value the passage was chosen for (dev, five corpora: key-fact coverage
 0.327 → 0.334 at 700, passage precision 0.268 → 0.271, answer p50 1,055 → 1,074 characters)."""
+ANSWER_CHARS = 1350
+"""The quoted passages of a summary answer (lead and supports) stop near this many characters: a support is
+cut to what is left, and left out when less than SUPPORT_MIN_CHARS is (a definition quoted in a symbol
+card's place is longer than the card)."""
+SUPPORT_MIN_CHARS = 160
 
 # Heading anchors of translated docs (`## Заголовок { #heading-id }`): ids, not words for a reader.
 _ANCHOR = re.compile(r"\s*\{\s*#[\w-]+\s*\}")
@@ -124,16 +129,21 @@ def _summary(analysis: Analysis) -> Answer:
     block, cite = _block(lead)
     parts = [words["lead"].format(path=lead.path, where=_where(lead, words)), block]
     cites = [cite]
+    left = ANSWER_CHARS - len(block)
     if support:
         items = []
         for span in support:
-            text, cite = _block(span, SUPPORT_CHARS)
+            if left < SUPPORT_MIN_CHARS:
+                break
+            text, cite = _block(span, min(SUPPORT_CHARS, left))
+            left -= len(text)
             section = _prose(span.section)
             label = f"`{span.path}`" + (f" — «{section}»" if section and analysis.language == "ru" else
                                         f" — “{section}”" if section else "")
             items.append(f"{label}:\n{text}")
             cites.append(cite)
-        parts.append(words["support"] + "\n\n" + "\n\n".join(items))
+        if items:
+            parts.append(words["support"] + "\n\n" + "\n\n".join(items))
     if analysis.conflicts:
         parts.append(words["conflicts"].format(notes="; ".join(analysis.conflicts)))
     return Answer(text="\n\n".join(parts), citations=list(dict.fromkeys(cites)), mode="extractive")

@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 
 from nodes.answer_composition import (
+    ANSWER_CHARS,
     ANSWER_PROMPT,
     Answer,
     Citation,
@@ -21,7 +22,7 @@ from nodes.answer_composition import (
     compose_with_llm,
     verify_citations,
 )
-from nodes.context_analysis import Analysis, analyze
+from nodes.context_analysis import Analysis, Span, analyze
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult
 from nodes.terms import key_terms
@@ -306,3 +307,19 @@ async def test_llm_answer_keeps_citations_of_shown_passages_and_drops_the_rest()
     assert "made-up" not in answer.text and "600" in answer.text
     assert model.chunks > 1  # streamed, so LangGraph's stream_mode="messages" sees tokens
 
+
+
+def test_supporting_passages_stop_at_the_answer_budget() -> None:
+    def span(i: int, chars: int) -> Span:
+        lines = [f"Строка {i}.{n} про max_age и заголовки ответа CORS." for n in range(chars // 50)]
+        return Span(path=f"docs/p{i}.md", start_line=1, end_line=len(lines), text="\n".join(lines), row_id=f"r{i}",
+                    section=f"Раздел {i}", kind="prose")
+
+    lead = span(0, 800)
+    analysis = Analysis(spans=[lead, span(1, 700), span(2, 700), span(3, 700)], passages=[], sufficient=True,
+                        language="ru")
+    answer = compose_extractive(RU_Q, analysis, SUMMARY)
+    quoted = [c.path for c in answer.citations]
+    assert quoted == ["docs/p0.md", "docs/p1.md"]  # 800 + what is left of ANSWER_CHARS; no room for a third
+    first_support = answer.text.split("Дополняют:")[1]
+    assert len(first_support) < ANSWER_CHARS - 800 + 200
