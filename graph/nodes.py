@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 import functools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -22,8 +22,10 @@ from graph.deps import GraphDeps, SessionBundle
 from graph.errors import surface_errors
 from graph.state import RetrievalReport, State
 from nodes.answer_composition import compose_extractive, compose_with_llm
-from nodes.context_analysis import Analysis, analyze, analyze_with_llm
+from nodes.context_analysis import Analysis, Embed, analyze, analyze_with_llm
+from nodes.context_analysis.card_sources import ReadSources, read_card_sources
 from nodes.conversation_understanding import StandaloneRequest, rewrite_with_llm, standalone_request
+from nodes.evidence import EvidenceRow
 from nodes.intent_routing import IntentRouter, RouteResult
 from nodes.retrieval_policy import resolve_code_plan, resolve_plan
 
@@ -146,12 +148,37 @@ def route_after_retrieval(state: State) -> str:
     return "context_analysis" if report is not None and report.relevant else "answer_composition"
 
 
-def _analyze(state: State, relevant: bool) -> Analysis:
+def _analyze(state: State, relevant: bool, embed: Embed | None = None, sources: ReadSources | None = None
+             ) -> Analysis:
     request = state["request"]
     report = state.get("retrieval")
-    overview = bool(report is not None and report.signals.get("overview"))
+    signals = report.signals if report is not None else {}
     return analyze(request.text, request.key_terms, state.get("evidence") or [], relevant,
-                   state.get("route_result"), question=request.question, overview=overview)
+                   state.get("route_result"), question=request.question, overview=bool(signals.get("overview")),
+                   cross_lingual=bool(signals.get("cross_lingual")), embed=embed, sources=sources)
+
+
+async def _embed_for(deps: GraphDeps, state: State) -> Embed | None:
+    """The session's embedder when the request and its evidence are in different languages: no stem of one
+    occurs in the other, so only meaning can tell which passage answers (≤ MAX_EMBEDDED texts a batch)."""
+    report = state.get("retrieval")
+    if report is None or not report.relevant or not report.signals.get("cross_lingual") or "session" not in state:
+        return None
+    return (await _bundle(deps, state)).adapter.embedder.embed_documents
+
+
+class _SourceReader:
+    """Reads the source rows of the symbol cards the analysis chose (`read_card_sources`) and keeps them, so
+    the rows quoted can join the evidence."""
+
+    def __init__(self, bundle: SessionBundle) -> None:
+        self.bundle = bundle
+        self.rows: dict[str, EvidenceRow] = {}
+
+    def __call__(self, chosen: Sequence[EvidenceRow]) -> dict[str, list[EvidenceRow]]:
+        found = read_card_sources(self.bundle.adapter.repository, self.bundle.session, chosen)
+        self.rows.update((row.id, row) for rows in found.values() for row in rows)
+        return found
 
 
 def context_analysis(deps: GraphDeps) -> Node:
@@ -161,13 +188,18 @@ def context_analysis(deps: GraphDeps) -> Node:
     @timed("context_analysis")
     async def node(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         report = state.get("retrieval")
-        analysis = _analyze(state, report is not None and report.relevant)
+        relevant = report is not None and report.relevant
+        embed = await _embed_for(deps, state)
+        reader = _SourceReader(await _bundle(deps, state)) if relevant and "session" in state else None
+        analysis = await asyncio.to_thread(_analyze, state, relevant, embed, reader)
+        # Source rows a passage or a file's line was taken from join the evidence the citations are checked by.
+        added = [reader.rows[i] for i in analysis.expanded] if reader is not None else []
+        evidence = [*(state.get("evidence") or []), *added]
         if deps.chat_model is not None and runtime.context.use_llm and analysis.passages:
-            chosen = await analyze_with_llm(deps.chat_model, state["request"].text, analysis,
-                                            state.get("evidence") or [], state.get("route_result"),
-                                            runtime.context.llm_timeout_s)
+            chosen = await analyze_with_llm(deps.chat_model, state["request"].text, analysis, evidence,
+                                            state.get("route_result"), runtime.context.llm_timeout_s)
             analysis = chosen or analysis
-        return {"analysis": analysis}
+        return {"analysis": analysis, "evidence": evidence} if added else {"analysis": analysis}
 
     return node
 

@@ -92,6 +92,14 @@ class RagRepository:
             session.rag_session_id, substrings, layers, limit)
         return self._fetch(*built) if built else []
 
+    def retrieve_overlapping(self, session: RagSession, spans: Sequence[tuple[str, int, int]], *,
+                             layers: Sequence[str] = (), limit: int = 50) -> list[dict[str, Any]]:
+        """Rows that overlap one of `spans` (path, first line, last line), by path and line; no SQL without
+        spans."""
+        built = RetrievalStatementBuilder(session.table).build_overlapping(
+            session.rag_session_id, spans, layers, limit)
+        return self._fetch(*built) if built else []
+
     def retrieve_lexical_code(self, session: RagSession, query_text: str, *, limit: int = 20,
                               layers: Sequence[str] = (Layer.C0_SOURCE_CHUNKS.value,),
                               names: Sequence[str] = (), stop_lexemes: Sequence[str] = ()

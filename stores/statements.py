@@ -255,6 +255,23 @@ LIMIT %(limit)s""").format(
         order = "array_position(%(paths)s::text[], c.path), c.span_start, c.layer, c.span_end, c.id"
         return self._plain(where, order, limit)
 
+    def build_overlapping(self, session_id: str, spans: Sequence[tuple[str, int, int]], layers: Sequence[str],
+                          limit: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+        """Rows of `layers` that overlap one of `spans` (path, first line, last line). None → no SQL."""
+        clean = [(normalize_path(p), int(a), int(b)) for p, a, b in spans if normalize_path(p)]
+        if not clean:
+            return None
+        where = _Where()
+        self.scope(where, session_id)
+        where.add("c.path = ANY(%(paths)s)", paths=list(dict.fromkeys(p for p, _, _ in clean)))
+        if layers:
+            where.add("c.layer = ANY(%(layers)s)", layers=list(layers))
+        where.add("EXISTS (SELECT 1 FROM unnest(%(span_paths)s::text[], %(span_starts)s::int[], %(span_ends)s::int[])"
+                  " AS s(p, a, b) WHERE c.path = s.p AND c.span_start <= s.b AND c.span_end >= s.a)",
+                  span_paths=[p for p, _, _ in clean], span_starts=[a for _, a, _ in clean],
+                  span_ends=[b for _, _, b in clean])
+        return self._plain(where, "c.path, c.span_start, c.layer, c.span_end, c.id", limit)
+
     def build_path_substrings(self, session_id: str, substrings: Sequence[str], layers: Sequence[str], limit: int
                               ) -> tuple[sql.Composable, dict[str, Any]] | None:
         """Rows whose path contains any of the substrings (literal match); None → no SQL."""

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from nodes.context_analysis.card_sources import ReadSources, cards
 from nodes.context_analysis.conflicts import find_conflicts
 from nodes.context_analysis.models import Analysis, FileEvidence, Span
 from nodes.context_analysis.passages import (
@@ -298,6 +299,68 @@ def _lead_with_landing(rows: Sequence[EvidenceRow], spans: list[Span], pool: lis
     return [lead, *[s for s in spans if s.path != door.path]][: 1 + MAX_SUPPORTING]
 
 
+def _best_per_file(scored: Sequence[Scored]) -> list[Scored]:
+    """The best scored passage of each file (a file's line in the answer), in score order."""
+    seen: set[str] = set()
+    out = []
+    for item in scored:
+        if item.candidate.row.path not in seen:
+            seen.add(item.candidate.row.path)
+            out.append(item)
+    return out
+
+
+def _upgrades(read: ReadSources | None, chosen: Sequence[EvidenceRow], file_rank: dict[str, int], q: Question,
+              embed: Embed | None) -> tuple[list[EvidenceRow], dict[str, Scored]]:
+    """The source rows read for the chosen cards, and card id → the passage quoted in its place."""
+    wanted = cards(chosen)
+    sources = read(wanted) if read is not None and wanted else {}
+    source_rows = [row for card in wanted for row in sources.get(card.id, ())]
+    spans = {card.id: (card.span_start, card.span_end) for card in wanted}
+    owner = {row.id: card for card, rows in sources.items() for row in rows}
+    inside = [c for row in source_rows for c in row_candidates(row, q.wanted)
+              if spans[owner[row.id]][0] <= c.start_line <= c.end_line <= spans[owner[row.id]][1]]
+    return source_rows, _card_upgrades(score_candidates(inside, file_rank, q, embed) if inside else [],
+                                       wanted, sources)
+
+
+def _card_upgrades(scored: Sequence[Scored], cards: Sequence[EvidenceRow],
+                   sources: Mapping[str, Sequence[EvidenceRow]]) -> dict[str, Scored]:
+    """Card row id → the best scored passage of its source rows that lies inside the card's span (the first
+    on a tie: the top of the span)."""
+    out: dict[str, Scored] = {}
+    for card in cards:
+        mine = {row.id for row in sources.get(card.id, ())}
+        item = next((s for s in scored if s.candidate.row.id in mine
+                     and card.span_start <= s.candidate.start_line <= s.candidate.end_line <= card.span_end), None)
+        if item is not None:
+            out[card.id] = item
+    return out
+
+
+def _quote_sources(spans: list[Span], pool: list[Span], upgrades: Mapping[str, Scored], q: Question
+                   ) -> tuple[list[Span], list[Span]]:
+    """`spans` and `pool` with every card passage that has a source passage (`upgrades`) replaced by it."""
+    def quoted(span: Span, lead: bool) -> Span:
+        item = upgrades.get(span.row_id)
+        return span if item is None else _grow(item, q, lead=lead)
+
+    swapped = {id(span): quoted(span, i == 0) for i, span in enumerate(spans)}  # the pool holds the same objects
+    return [swapped[id(span)] for span in spans], [swapped.get(id(span)) or quoted(span, False) for span in pool]
+
+
+def _show_named_files(exact: Sequence[EvidenceRow], spans: list[Span], pool: list[Span]) -> None:
+    """The user named these files: each shows its best passage, or how it opens when nothing in it matched
+    (appended to `spans` and `pool` while there is room)."""
+    for row in exact:
+        if len(spans) <= MAX_SUPPORTING and not any(s.path == row.path for s in spans):
+            shown = next((p for p in pool if p.path == row.path), None)
+            if shown is None:
+                shown = lead_span(row)
+                pool.append(shown)
+            spans.append(shown)
+
+
 def question_of(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow]) -> Question:
     soft = soft_terms(request, terms)
     stems = term_stems([*terms, *soft])
@@ -310,7 +373,8 @@ def question_of(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow])
 
 def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], relevant: bool,
             route: RouteResult | None = None, *, question: str | None = None, embed: Embed | None = None,
-            overview: bool = False) -> Analysis:
+            overview: bool = False, cross_lingual: bool = False,
+            sources: ReadSources | None = None) -> Analysis:
     """Analyse the evidence of one request.
 
     Args:
@@ -327,6 +391,13 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
             key terms, identifiers and headings only. One call per analysis.
         overview: The request asks about the repository itself and the gate passed it on its landing
             pages: their opening passages answer it even without a key term in them.
+        cross_lingual: The request and the evidence are in different languages and the gate passed it (by
+            similarity or by the names they share): stemmed key terms cannot be expected in the passages,
+            so the best passages suffice without one.
+        sources: Reads the source rows around the symbol cards the analysis chose to quote (one call with
+            those cards; `read_card_sources`): the best definition inside a card's span is quoted in its
+            place, and the rows quoted are listed in `Analysis.expanded` (the caller adds them to the
+            evidence the citations are checked against). None quotes cards as they are.
 
     Returns:
         Files in rank order each with its best line, the answer's passages (`spans`: the lead, then up to
@@ -342,23 +413,23 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
     candidates = [c for row in rows for c in row_candidates(row, q.wanted)]
     scored = score_candidates(candidates, file_rank, q, embed)
     spans, pool = choose_passages(lead_first(scored, file_rank), q, file_rank)
+    best_items = _best_per_file(scored)
+    # A card competes for the answer as itself (its rank and weight); once chosen, its best source passage
+    # (scored like any passage, competing only with each other) is quoted in its place.
+    chosen = {s.row_id for s in pool} | {item.candidate.row.id for item in best_items}
+    by_id = {row.id: row for row in rows}
+    source_rows, upgrades = _upgrades(sources, [by_id[i] for i in dict.fromkeys(chosen) if i in by_id], file_rank,
+                                      q, embed)
+    spans, pool = _quote_sources(spans, pool, upgrades, q)
     exact = [row for row in rows if "exact" in row.lanes]
     if overview:  # about the repository itself: its front door (README, package docstring) leads the answer
         spans = _lead_with_landing(rows, spans, pool)
-    for row in exact:
-        if len(spans) <= MAX_SUPPORTING and not any(s.path == row.path for s in spans):
-            # The user named this file: show its best passage, or how it opens when nothing in it matched.
-            shown = next((p for p in pool if p.path == row.path), None)
-            if shown is None:
-                shown = lead_span(row)
-                pool.append(shown)
-            spans.append(shown)
-    best: dict[str, Span] = {}
-    for item in scored:
-        if item.candidate.row.path not in best:
-            best[item.candidate.row.path] = _grow(item, q, lead=False)
+    _show_named_files(exact, spans, pool)
+    best = {item.candidate.row.path: _quote_sources([_grow(item, q, lead=False)], [], upgrades, q)[0][0]
+            for item in best_items}
     for span in spans:
         best.setdefault(span.path, span)
+    used = {s.row_id for s in [*pool, *spans, *best.values()]}
     span_stems = set().union(*(stems_of(s.text) for s in spans)) if spans else set()
     key_stems = [st for t, st in q.stems.items() if t not in q.soft]
     covered = sum(1 for st in key_stems if st in span_stems)
@@ -366,10 +437,11 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
         files=_files(rows, best, q),
         spans=spans,
         passages=pool,
-        sufficient=relevant and (bool(exact) or (overview and bool(spans))
+        sufficient=relevant and (bool(exact) or ((overview or cross_lingual) and bool(spans))
                                  or any(not is_generic_term(t) for s in pool for t in s.terms)),
         coverage=round(covered / len(key_stems), 4) if key_stems else 0.0,
         conflicts=find_conflicts(pool, rows, terms),
         language=detect_language(own),
         terms=terms,
+        expanded=[row.id for row in source_rows if row.id in used],
     )

@@ -85,5 +85,8 @@ class Analysis(BaseModel):
     """Language of the request."""
     terms: list[str] = Field(default_factory=list)
     """Key terms the analysis matched against."""
+    expanded: list[str] = Field(default_factory=list)
+    """Ids of rows read beside the evidence (the source lines of a symbol card) that a passage or a file's
+    line comes from: the caller adds them to the evidence."""
     analysed_by: Literal["rules", "llm"] = "rules"
     """Who chose `spans` and judged sufficiency: the deterministic rules or the chat model."""

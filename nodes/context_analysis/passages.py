@@ -22,7 +22,8 @@ coverage 0.334 both, answer p50 1,074 → 1,103 characters)."""
 MAX_PASSAGE_LINES = 16
 MAX_CODE_LINES = 14
 """A definition up to this long is quoted whole; a longer one as signature, docstring and used lines."""
-MAX_DOCSTRING_LINES = 3
+MAX_DOCSTRING_LINES = 6
+"""A docstring is shown up to the end of its first paragraph, at most this many lines."""
 EMBED_CHARS = 160
 
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
@@ -244,7 +245,7 @@ def _header(lines: list[Line], lo: int, hi: int) -> list[int]:
         quote = _DOCSTRING_OPEN.match(lines[k].text).group(1)  # type: ignore[union-attr]
         first = lines[k].text.split(quote, 1)[1]
         for n in range(MAX_DOCSTRING_LINES):
-            if k + n > hi:
+            if k + n > hi or (n and not lines[k + n].text.strip()):  # its first paragraph
                 break
             out.append(k + n)
             if quote in (first if n == 0 else lines[k + n].text):

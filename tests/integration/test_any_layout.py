@@ -10,10 +10,15 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 
 from graph.builder import build_graph
 from graph.deps import GraphDeps
 from graph.settings import Settings
+from nodes.context_analysis import analyze
+from nodes.context_analysis.card_sources import read_card_sources
+from nodes.evidence import EvidenceRow
+from nodes.terms import key_terms
 from stores.embedders import make_embedder
 from stores.indexing.service import index_repository
 
@@ -74,19 +79,26 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def graph_of(db, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    sessions = {}
+def sessions(db, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    out = {}
     for name, files in (("code-only", CODE_ONLY), ("root-docs", ROOT_DOCS)):
         session = f"it-layout-{name}-{uuid.uuid4().hex[:6]}"
         index_repository(db, _write(tmp_path_factory.mktemp(name), files), session_name=session,
                          embedder=make_embedder("use"))
-        sessions[name] = session
-    graph = build_graph(GraphDeps(settings=Settings(), db=db))
+        out[name] = session
+    return out
+
+
+@pytest.fixture(scope="module")
+def graph_of(db, sessions: dict[str, str]) -> Any:
+    graph = build_graph(GraphDeps(settings=Settings(), db=db), checkpointer=InMemorySaver())
 
     async def ask(corpus: str, question: str) -> dict[str, Any]:
-        state = await graph.ainvoke({"messages": [HumanMessage(question)]},
-                                    context={"rag_session_id": sessions[corpus]})
-        return state
+        """The whole state of the turn (the evidence too, not only the output fields)."""
+        config: Any = {"configurable": {"thread_id": uuid.uuid4().hex}}
+        await graph.ainvoke({"messages": [HumanMessage(question)]}, config=config,
+                            context={"rag_session_id": sessions[corpus]})
+        return dict((await graph.aget_state(config)).values)
 
     return ask
 
@@ -113,3 +125,31 @@ async def test_every_route_gets_cited_evidence(graph_of: Any, corpus: str, quest
     cited = {c["path"] for c in out["citations"]}
     assert out["abstained"] is False, out["answer"]
     assert gold in cited, (cited, out["answer"][:400])
+
+
+@pytest.mark.parametrize(("corpus", "question", "route", "gold"), CASES)
+async def test_every_citation_lies_inside_the_evidence_the_graph_returns(graph_of: Any, corpus: str, question: str,
+                                                                        route: str | None, gold: str) -> None:
+    out = await graph_of(corpus, question)
+    rows = out["evidence"]
+    assert out["citations"]
+    for c in out["citations"]:
+        assert any(r.path == c["path"] and r.span_start <= c["start_line"] <= c["end_line"] <= r.span_end
+                   for r in rows), (c, [(r.path, r.layer, r.span_start, r.span_end) for r in rows])
+
+
+def test_a_symbol_card_is_quoted_by_the_definition_read_from_the_index(db, sessions: dict[str, str]) -> None:
+    deps = GraphDeps(settings=Settings(), db=db)
+    bundle = deps.bundle(sessions["code-only"])
+    repository = bundle.adapter.repository
+    [card] = [r for r in repository.retrieve_exact_files(bundle.session, ["textkit/wrap.py"],
+                                                          layers=["C1_SYMBOL_CATALOG"])
+              if (r["metadata"] or {}).get("name") == "wrap_words" or "wrap_words" in (r["title"] or "")]
+    row = EvidenceRow(id=str(card["id"]), path=card["path"], layer=card["layer"], content=card["content"],
+                      span_start=card["span_start"], span_end=card["span_end"], lanes={"code": 1})
+    sources = read_card_sources(repository, bundle.session, [row])
+    [source] = sources[row.id]  # the module is one chunk around the card's span
+    assert source.layer == "C0_SOURCE_CHUNKS" and source.span_start <= row.span_start <= row.span_end <= source.span_end
+    question = "What does wrap_words do with a word longer than the width?"
+    lead = analyze(question, key_terms(question), [row], True, sources=lambda chosen: sources).spans[0]
+    assert (lead.row_id, lead.start_line) == (source.id, row.span_start) and "lines.append(current)" in lead.text

@@ -276,6 +276,17 @@ CONFIRM_PY = "\n".join([
     *[f"        more_{i} = other({i})" for i in range(10)],
     '        echo("Error: invalid input", err=err)',
 ])
+RUNNER_PY = "\n".join([
+    "class CliRunner:",
+    '    """The CLI runner provides functionality to invoke a Click command line',
+    "    script for unittesting purposes in a isolated environment.  This only",
+    "    works in single-threaded systems without any concurrency as it changes the",
+    "    global interpreter state.",
+    "",
+    "    :param charset: the character set for the input and output data.",
+    '    """',
+    *[f"    step_{i} = prepare({i})" for i in range(20)],
+])
 MODEL_PY = "class Operation(BaseModel):\n    tags: list[str] | None = None\n    operationId: str | None = None"
 
 
@@ -291,8 +302,11 @@ MODEL_PY = "class Operation(BaseModel):\n    tags: list[str] | None = None\n    
          "def confirm(text: str, default: bool = False) -> bool:",
          ['"""Prompts for confirmation (yes/no question)."""', '        echo("Error: invalid input", err=err)'],
          ["step_3", "more_4"]),
+        ("Is the test runner safe to use from several threads?", RUNNER_PY, 317, "class CliRunner:",
+         ["    global interpreter state."], [":param charset", "step_3"]),
     ],
-    ids=["enclosing-def-in-a-group", "long-def-signature-docstring-used-lines", "long-def-string-literal-lines"],
+    ids=["enclosing-def-in-a-group", "long-def-signature-docstring-used-lines", "long-def-string-literal-lines",
+         "long-def-docstring-first-paragraph"],
 )
 def test_code_is_quoted_as_its_enclosing_definition(question: str, content: str, start: int, first_line: str,
                                                     shown: list[str], hidden: list[str]) -> None:
@@ -431,3 +445,27 @@ def test_an_overview_leads_with_the_landing_page_only_when_retrieval_ranked_it_f
     question = "What is a context in Click?"
     got = analyze(question, ["context", "click"], rows, relevant=True, question=question, overview=True)
     assert got.sufficient and got.spans[0].path == lead
+
+
+ENGLISH_CODE = ev("c0", "click/_termui_impl.py", '    def get_editor(self) -> str:\n'
+                  '        for key in "VISUAL", "EDITOR":\n            rv = os.environ.get(key)', 694,
+                  layer="C0_SOURCE_CHUNKS")
+
+
+def same_meaning(texts: list[str]) -> list[list[float]]:
+    """An embedder for which every passage is as close to the question as the best one."""
+    return [[1.0, 0.0] for _ in texts]
+
+
+@pytest.mark.parametrize(
+    ("cross_lingual", "embed", "sufficient"),
+    [(True, same_meaning, True), (False, same_meaning, False), (True, None, False)],
+    ids=["cross-lingual-by-meaning", "same-language-needs-a-key-term", "no-embedder-nothing-scores"],
+)
+def test_a_cross_lingual_request_is_answered_by_meaning(cross_lingual: bool, embed: Any, sufficient: bool) -> None:
+    question = "Какой редактор откроется, если я его не указал?"
+    analysis = analyze(question, key_terms(question), [ENGLISH_CODE], True, embed=embed,
+                       cross_lingual=cross_lingual)
+    assert analysis.sufficient is sufficient
+    if sufficient:
+        assert "VISUAL" in analysis.spans[0].text

@@ -1,0 +1,85 @@
+"""The code a symbol card points at: a card is what retrieval finds, its definition's lines are what answers.
+
+A symbol card (C1) or entrypoint card (C3) is one synthesized line — `def get_editor(self) -> str` and the
+first sentence of the docstring — cited with the whole definition's span. Quoted as the answer it shows none
+of the lines that do the work (`os.environ.get("VISUAL")`, the fallback editors), although retrieval ranked
+the right definition. The context_analysis node reads the source rows (C0) that overlap each card's span from
+the index — only for the cards `analyze` chose to quote — and quotes the best definition inside the span in
+the card's place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from nodes.evidence import EvidenceRow
+from stores.layers import Layer
+from stores.repository import RagRepository
+from stores.sessions import RagSession
+
+CARD_LAYERS = (Layer.C1_SYMBOL_CATALOG.value, Layer.C3_ENTRYPOINTS.value)
+"""Layers whose rows stand for a definition's span rather than quote it."""
+SOURCE_LAYER = Layer.C0_SOURCE_CHUNKS.value
+MAX_SOURCES_PER_CARD = 6
+"""Source rows kept per card, from the top of its span (a long class is chunked by method: its header,
+docstring and first methods say what it is)."""
+MAX_FETCHED = 200
+"""Source rows read for all chosen cards of one request together (one statement)."""
+SOURCE_LANE = "card_source"
+
+
+def cards(rows: Sequence[EvidenceRow]) -> list[EvidenceRow]:
+    """The card rows of the evidence whose span covers more than one line (a one-line card is its source)."""
+    return [r for r in rows if r.layer in CARD_LAYERS and r.span_end > r.span_start]
+
+
+def card_sources(fetched: Sequence[Mapping[str, Any]], rows: Sequence[EvidenceRow]) -> dict[str, list[EvidenceRow]]:
+    """Card id → the fetched source rows that overlap its span, top first (≤ MAX_SOURCES_PER_CARD): rows
+    inside it (a long class chunked by method) or around it (a small module chunked whole).
+
+    Args:
+        fetched: C0 rows of the cards' files (`RagRepository.retrieve_exact_files`: dicts with id, path,
+            layer, title, content, span_start, span_end, metadata).
+        rows: The ranked evidence.
+
+    Returns:
+        Only cards with at least one source row; a source row takes its card's lanes and scores (it stands in
+        the card's place) plus its rank among the card's sources in the `card_source` lane. Rows already in
+        the evidence are not repeated.
+    """
+    have = {r.id for r in rows}
+    out: dict[str, list[EvidenceRow]] = {}
+    for card in cards(rows):
+        inside = sorted(
+            (f for f in fetched
+             if f["path"] == card.path and f.get("layer") == SOURCE_LAYER and str(f["id"]) not in have
+             and int(f.get("span_start") or 0) <= card.span_end and card.span_start <= int(f.get("span_end") or 0)),
+            key=lambda f: (int(f["span_start"]), int(f["span_end"]), str(f["id"])),
+        )[:MAX_SOURCES_PER_CARD]
+        if inside:
+            out[card.id] = [
+                EvidenceRow(id=str(f["id"]), path=f["path"], layer=SOURCE_LAYER, title=f.get("title") or "",
+                            content=f.get("content") or "", span_start=int(f["span_start"]),
+                            span_end=int(f["span_end"]), metadata=dict(f.get("metadata") or {}),
+                            lanes={**card.lanes, SOURCE_LANE: i}, scores=dict(card.scores),
+                            fused_score=card.fused_score)
+                for i, f in enumerate(inside, 1)
+            ]
+            have.update(r.id for r in out[card.id])
+    return out
+
+
+ReadSources = Callable[[Sequence[EvidenceRow]], Mapping[str, Sequence[EvidenceRow]]]
+"""Card rows → `card_sources` of them (one read from the index)."""
+
+
+def read_card_sources(repository: RagRepository, session: RagSession,
+                      rows: Sequence[EvidenceRow]) -> dict[str, list[EvidenceRow]]:
+    """`card_sources` of the cards among `rows`, read from the session's active generation (one statement over
+    the cards' spans; none without a card)."""
+    spans = [(r.path, r.span_start, r.span_end) for r in cards(rows)]
+    if not spans:
+        return {}
+    fetched = repository.retrieve_overlapping(session, spans, layers=[SOURCE_LAYER], limit=MAX_FETCHED)
+    return card_sources(fetched, rows)

@@ -1,0 +1,124 @@
+"""A symbol card chosen as a passage is quoted by its definition's lines (read from the index beside it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nodes.context_analysis import analyze
+from nodes.context_analysis.card_sources import MAX_SOURCES_PER_CARD, SOURCE_LANE, card_sources, cards
+from nodes.evidence import EvidenceRow
+from nodes.terms import key_terms
+
+PATH = "click/_termui_impl.py"
+CARD = EvidenceRow(id="card", path=PATH, layer="C1_SYMBOL_CATALOG", span_start=694, span_end=709,
+                   content="def get_editor(self) -> str\nclick._termui_impl.Editor.get_editor", lanes={"code": 1},
+                   scores={"distance": 0.4})
+GET_EDITOR = '''    def get_editor(self) -> str:
+        if self.editor is not None:
+            return self.editor
+        for key in "VISUAL", "EDITOR":
+            rv = os.environ.get(key)
+            if rv:
+                return rv
+        if WIN:
+            return "notepad"
+        for editor in "sensible-editor", "vim", "nano":
+            if which(editor) is not None:
+                return editor
+        return "vi"'''
+
+
+def fetched(rid: str, start: int, end: int, path: str = PATH, layer: str = "C0_SOURCE_CHUNKS",
+            content: str = "x") -> dict[str, Any]:
+    """A row as `RagRepository.retrieve_exact_files` returns it."""
+    return {"id": rid, "path": path, "layer": layer, "title": None, "content": content, "span_start": start,
+            "span_end": end, "metadata": None}
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        ([fetched("inside", 694, 709)], ["inside"]),
+        ([fetched("head", 694, 700), fetched("tail", 701, 709)], ["head", "tail"]),
+        ([fetched("tail", 701, 709), fetched("head", 694, 700)], ["head", "tail"]),
+        ([fetched("outside", 600, 650), fetched("after", 710, 720)], []),
+        ([fetched("whole-module", 1, 800)], ["whole-module"]),
+        ([fetched("other-file", 694, 709, path="click/termui.py")], []),
+        ([fetched("a-card", 694, 709, layer="C1_SYMBOL_CATALOG")], []),
+        ([fetched(f"m{i}", 694 + i, 694 + i) for i in range(10)], [f"m{i}" for i in range(MAX_SOURCES_PER_CARD)]),
+    ],
+    ids=["whole", "two-chunks", "sorted-by-line", "outside", "around", "other-file", "not-source", "capped"],
+)
+def test_card_sources_are_the_source_rows_that_overlap_the_card_span(rows: list[dict[str, Any]],
+                                                                     expected: list[str]) -> None:
+    out = card_sources(rows, [CARD])
+    assert [r.id for r in out.get("card", [])] == expected
+
+
+def test_a_source_row_stands_in_the_card_place() -> None:
+    [row] = card_sources([fetched("inside", 694, 709)], [CARD])["card"]
+    assert row.lanes == {"code": 1, SOURCE_LANE: 1} and row.scores == {"distance": 0.4}
+    assert row.layer == "C0_SOURCE_CHUNKS"
+
+
+def test_rows_already_in_the_evidence_and_one_line_cards_are_not_read_again() -> None:
+    source = EvidenceRow(id="inside", path=PATH, layer="C0_SOURCE_CHUNKS", span_start=694, span_end=709)
+    one_line = CARD.model_copy(update={"id": "short", "span_end": 694})
+    assert card_sources([fetched("inside", 694, 709)], [CARD, source]) == {}
+    assert cards([one_line, source]) == []
+
+
+def test_a_chosen_card_is_quoted_by_its_definition_and_the_row_is_reported_for_the_evidence() -> None:
+    question = "Which editor does get_editor open when none is given?"
+    source = card_sources([fetched("src", 694, 706, content=GET_EDITOR)], [CARD])
+    plain = analyze(question, key_terms(question), [CARD], True)
+    assert plain.spans[0].row_id == "card" and "VISUAL" not in plain.spans[0].text
+    analysis = analyze(question, key_terms(question), [CARD], True, sources=lambda chosen: source)
+    lead = analysis.spans[0]
+    assert lead.row_id == "src" and lead.code and "VISUAL" in lead.text and "sensible-editor" in lead.text
+    assert (lead.path, lead.start_line) == (PATH, 694)
+    assert analysis.expanded == ["src"]
+
+
+def test_a_document_passage_still_leads_and_a_card_in_the_pool_is_quoted_by_its_source_too() -> None:
+    doc = EvidenceRow(id="doc", path="docs/editor.md", layer="D0_DOC_CHUNKS", span_start=1, span_end=1,
+                      content="The editor is chosen from the VISUAL and EDITOR environment variables.")
+    question = "Which environment variables choose the editor?"
+    source = card_sources([fetched("src", 694, 706, content=GET_EDITOR)], [CARD])
+    analysis = analyze(question, key_terms(question), [doc, CARD], True, sources=lambda chosen: source)
+    assert analysis.spans[0].path == "docs/editor.md"
+    assert all(s.row_id != "card" for s in analysis.passages)
+
+
+def test_in_a_module_chunked_whole_the_definition_inside_the_card_span_is_quoted() -> None:
+    module = "import os\n\n\ndef other():\n    return os.sep\n\n\n" + GET_EDITOR.replace("    def", "def", 1)
+    source = card_sources([fetched("module", 687, 687 + module.count("\n"), content=module)], [CARD])
+    question = "Which editor does get_editor open when none is given?"
+    lead = analyze(question, key_terms(question), [CARD], True, sources=lambda chosen: source).spans[0]
+    assert lead.row_id == "module" and lead.start_line == 694 and lead.text.startswith("def get_editor")
+
+
+def test_sources_are_read_once_and_only_for_the_cards_the_analysis_quotes() -> None:
+    unrelated = EvidenceRow(id="other", path="click/core.py", layer="C1_SYMBOL_CATALOG", span_start=10, span_end=90,
+                            content="def invoke(ctx)\nclick.core.invoke")
+    calls: list[list[str]] = []
+
+    def read(chosen: Any) -> Any:
+        calls.append([r.id for r in chosen])
+        return card_sources([fetched("src", 694, 706, content=GET_EDITOR)], chosen)
+
+    question = "Which editor does get_editor open when none is given?"
+    analysis = analyze(question, key_terms(question), [CARD, unrelated], True, sources=read)
+    assert len(calls) == 1 and "card" in calls[0]
+    assert analysis.spans[0].row_id == "src"
+
+
+def test_without_a_chosen_card_nothing_is_read() -> None:
+    doc = EvidenceRow(id="doc", path="docs/editor.md", layer="D0_DOC_CHUNKS", span_start=1, span_end=1,
+                      content="The editor is chosen from the VISUAL and EDITOR environment variables.")
+    calls: list[Any] = []
+    question = "Which environment variables choose the editor?"
+    analyze(question, key_terms(question), [doc], True, sources=lambda chosen: calls.append(chosen) or {})
+    assert calls == []
