@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from nodes.context_analysis.card_sources import ReadSources, cards
+from nodes.context_analysis.card_sources import ReadSources, cards, is_module_card, opens_with_docstring
 from nodes.context_analysis.conflicts import find_conflicts
 from nodes.context_analysis.models import Analysis, FileEvidence, Span
 from nodes.context_analysis.passages import (
@@ -320,6 +320,11 @@ def _upgrades(read: ReadSources | None, chosen: Sequence[EvidenceRow], file_rank
     owner = {row.id: card for card, rows in sources.items() for row in rows}
     inside = [c for row in source_rows for c in row_candidates(row, q.wanted)
               if spans[owner[row.id]][0] <= c.start_line <= c.end_line <= spans[owner[row.id]][1]]
+    modules = {card.id for card in wanted if is_module_card(card)}
+    heads = {card: min((c for c in inside if owner[c.row.id] == card), key=lambda c: c.start_line, default=None)
+             for card in modules}
+    inside = [c for c in inside if owner[c.row.id] not in modules
+              or (c is heads[owner[c.row.id]] and opens_with_docstring(c.text))]
     return source_rows, _card_upgrades(score_candidates(inside, file_rank, q, embed) if inside else [],
                                        wanted, sources)
 

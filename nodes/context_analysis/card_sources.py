@@ -10,6 +10,7 @@ the card's place.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -32,6 +33,19 @@ SOURCE_LANE = "card_source"
 def cards(rows: Sequence[EvidenceRow]) -> list[EvidenceRow]:
     """The card rows of the evidence whose span covers more than one line (a one-line card is its source)."""
     return [r for r in rows if r.layer in CARD_LAYERS and r.span_end > r.span_start]
+
+
+def is_module_card(row: EvidenceRow) -> bool:
+    """A module's card summarises the whole file (its docstring's first paragraph and what it defines): only
+    the module docstring itself may replace it, never one definition of the file."""
+    return (row.metadata or {}).get("kind") == "module"
+
+
+_DOCSTRING = re.compile(r"""^\s*[rRuU]?("{3}|'{3})""")
+
+
+def opens_with_docstring(text: str) -> bool:
+    return bool(_DOCSTRING.match(text))
 
 
 def card_sources(fetched: Sequence[Mapping[str, Any]], rows: Sequence[EvidenceRow]) -> dict[str, list[EvidenceRow]]:

@@ -122,3 +122,25 @@ def test_without_a_chosen_card_nothing_is_read() -> None:
     question = "Which environment variables choose the editor?"
     analyze(question, key_terms(question), [doc], True, sources=lambda chosen: calls.append(chosen) or {})
     assert calls == []
+
+
+MODULE = EvidenceRow(id="mod", path="click/formatting.py", layer="C1_SYMBOL_CATALOG", span_start=1, span_end=20,
+                     content="module click.formatting\nDefines: HelpFormatter, wrap_text", metadata={"kind": "module"})
+HELP_PY = '''def dedent(self) -> None:
+    """Decreases the indentation."""
+    self.current_indent -= self.indent_increment'''
+
+
+@pytest.mark.parametrize(
+    ("head", "quoted"),
+    [('"""Help page formatting: HelpFormatter and wrap_text."""\nimport textwrap', "head"),
+     ("import textwrap\nfrom contextlib import contextmanager", "mod")],
+    ids=["docstring-replaces-the-card", "no-docstring-keeps-the-card"],
+)
+def test_a_module_card_is_replaced_only_by_the_module_docstring(head: str, quoted: str) -> None:
+    rows = [fetched("head", 1, 1 + head.count("\n"), path=MODULE.path, content=head),
+            fetched("dedent", 10, 12, path=MODULE.path, content=HELP_PY)]
+    question = "Что находится в click/formatting.py?"
+    lead = analyze(question, key_terms(question), [MODULE], True,
+                   sources=lambda chosen: card_sources(rows, chosen)).spans[0]
+    assert lead.row_id == quoted
