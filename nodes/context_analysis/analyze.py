@@ -310,9 +310,11 @@ def _best_per_file(scored: Sequence[Scored]) -> list[Scored]:
     return out
 
 
-def _upgrades(read: ReadSources | None, chosen: Sequence[EvidenceRow], file_rank: dict[str, int], q: Question,
-              embed: Embed | None) -> tuple[list[EvidenceRow], dict[str, Scored]]:
-    """The source rows read for the chosen cards, and card id → the passage quoted in its place."""
+def _upgrades(read: ReadSources | None, chosen: Sequence[EvidenceRow], file_rank: dict[str, int], q: Question
+              ) -> tuple[list[EvidenceRow], dict[str, Scored]]:
+    """The source rows read for the chosen cards, and card id → the passage quoted in its place (chosen by key
+    terms and names, without meaning: for a function card it is the function itself, and a second embedding
+    batch cost a cross-lingual request 60–250 ms with no gain on dev)."""
     wanted = cards(chosen)
     sources = read(wanted) if read is not None and wanted else {}
     source_rows = [row for card in wanted for row in sources.get(card.id, ())]
@@ -325,7 +327,7 @@ def _upgrades(read: ReadSources | None, chosen: Sequence[EvidenceRow], file_rank
              for card in modules}
     inside = [c for c in inside if owner[c.row.id] not in modules
               or (c is heads[owner[c.row.id]] and opens_with_docstring(c.text))]
-    return source_rows, _card_upgrades(score_candidates(inside, file_rank, q, embed) if inside else [],
+    return source_rows, _card_upgrades(score_candidates(inside, file_rank, q) if inside else [],
                                        wanted, sources)
 
 
@@ -420,11 +422,11 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
     spans, pool = choose_passages(lead_first(scored, file_rank), q, file_rank)
     best_items = _best_per_file(scored)
     # A card competes for the answer as itself (its rank and weight); once chosen, its best source passage
-    # (scored like any passage, competing only with each other) is quoted in its place.
+    # (by key terms and names, competing only with each other) is quoted in its place.
     chosen = {s.row_id for s in pool} | {item.candidate.row.id for item in best_items}
     by_id = {row.id: row for row in rows}
     source_rows, upgrades = _upgrades(sources, [by_id[i] for i in dict.fromkeys(chosen) if i in by_id], file_rank,
-                                      q, embed)
+                                      q)
     spans, pool = _quote_sources(spans, pool, upgrades, q)
     exact = [row for row in rows if "exact" in row.lanes]
     if overview:  # about the repository itself: its front door (README, package docstring) leads the answer
