@@ -318,12 +318,15 @@ LIMIT %(limit)s""").format(
 
 def _ranked_matches(match: str, cap: int | None) -> str:
     """Ids of the rows matching `match` (under `{w}`), the best `%(cand)s` by `ts_rank_cd`; with a cap, only
-    the first `cap` matches by id are ranked (`OFFSET 0` keeps the planner from walking the primary key)."""
+    the first `cap` matches by id are ranked (`OFFSET 0` keeps the planner from walking the primary key).
+
+    The capped matches carry the columns of the rank's order with them instead of being read again by
+    primary key (1,000 index look-ups per set: 19.1 → 17.5 ms of the ranked SQL per request at 100k rows)."""
     rank = "ORDER BY ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC, c.path, c.span_start, c.layer, c.id LIMIT %(cand)s"
     if cap is None:
         return "SELECT c.id FROM {t} c WHERE {w} AND " + match + " " + rank
-    return ("SELECT c.id FROM {t} c JOIN (SELECT id FROM (SELECT c.id FROM {t} c WHERE {w} AND " + match
-            + " OFFSET 0) m ORDER BY id LIMIT %(rank_cap)s) k ON k.id = c.id " + rank)
+    return ("SELECT c.id FROM (SELECT * FROM (SELECT c.id, c.tsv, c.path, c.span_start, c.layer FROM {t} c "
+            "WHERE {w} AND " + match + " OFFSET 0) m ORDER BY id LIMIT %(rank_cap)s) c " + rank)
 
 
 def _vector_literal(vector: Sequence[float]) -> str:
