@@ -13,12 +13,18 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """Bump and add a step to `_UPGRADES` when the schema changes; upgrades run in order."""
 
 CHUNK_TABLE_PREFIX = "rag_chunks_d"
 
 HNSW_WITH = "m = 16, ef_construction = 64"
+GIN_WITH = "gin_pending_list_limit = 128"
+"""Storage of the `tsv` GIN index (schema v8). Rows written with the default `fastupdate` wait in a pending
+list of up to 4 MB that every lexical search reads in full and checks row by row: 107 pending pages at
+100k rows cost each question 7.5 ms of PostgreSQL time (48.4 → 40.9 ms per request once merged), and
+an empty search 0.66 ms instead of 0.03. At 128 kB a writer merges the list every ~16 pages (inserting
+20k rows into an 80k-row index: 0.7 → 1.3 s; `fastupdate = off`: 4.1 s)."""
 HNSW_BUILD_MEMORY = "512MB"
 """`maintenance_work_mem` of an HNSW build: the graph of the stdlib's 25k vectors (512 dims) needs ~100 MB,
 and a graph that outgrows it is finished on disk, several times slower (PostgreSQL's default is 64 MB)."""
@@ -119,7 +125,7 @@ CREATE TABLE IF NOT EXISTS {table} (
 CREATE INDEX IF NOT EXISTS {ix_session} ON {table} (rag_session_id, generation, layer);
 CREATE INDEX IF NOT EXISTS {ix_path} ON {table} (path text_pattern_ops);
 CREATE INDEX IF NOT EXISTS {ix_hnsw} ON {table} USING hnsw (embedding vector_cosine_ops) WITH ({hnsw_with});
-CREATE INDEX IF NOT EXISTS {ix_tsv} ON {table} USING gin (tsv);
+CREATE INDEX IF NOT EXISTS {ix_tsv} ON {table} USING gin (tsv) WITH ({gin_with});
 CREATE INDEX IF NOT EXISTS {ix_domain} ON {table} (lower(metadata_json->>'domain'));
 CREATE INDEX IF NOT EXISTS {ix_subdomain} ON {table} (lower(metadata_json->>'subdomain'));
 CREATE INDEX IF NOT EXISTS {ix_name} ON {table} (rag_session_id, lower(metadata_json->>'name'));
@@ -138,16 +144,21 @@ $$;
 """
 
 # version -> SQL applied when upgrading *to* that version (version 1 is the base DDL itself).
-# Pairs of the query's lexemes ('a & b' | 'a & c' | ...): rows that match two of them. The lexical lane
-# ranks these first and falls back to the plain OR only when they are too few.
+# Rows that match two of the query's lexemes. The lexical lane ranks these first and falls back to the plain
+# OR only when they are too few. Written as a chain, 'a' & ('b' | 'c') | 'b' & 'c' (schema v8), not as every
+# pair, 'a' & 'b' | 'a' & 'c' | 'b' & 'c' (v4): the same rows, but GIN checks each candidate row against the
+# query, and the chain has n - 1 ANDs instead of n(n - 1)/2 (measured on a 366k-row table, 7 lexemes: the index
+# scan 6.1 → 2.8 ms; ~0.7 ms per request at 100k rows). Lexemes in sorted order: the query text is deterministic.
 _PAIRS_TSQUERY_DDL = """
 CREATE OR REPLACE FUNCTION lotsman_pairs_tsquery(q text, stop text[]) RETURNS tsquery
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     WITH l AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('russian', q))
                WHERE lexeme <> ALL(coalesce(stop, '{}'::text[])))
     SELECT coalesce(to_tsquery('simple', string_agg(
-               '(' || quote_literal(a.lexeme) || ' & ' || quote_literal(b.lexeme) || ')', ' | ')), ''::tsquery)
-    FROM l a JOIN l b ON a.lexeme < b.lexeme
+               '(' || quote_literal(a.lexeme) || ' & (' || r.rest || '))', ' | ' ORDER BY a.lexeme)), ''::tsquery)
+    FROM l a CROSS JOIN LATERAL (SELECT string_agg(quote_literal(b.lexeme), ' | ' ORDER BY b.lexeme) AS rest
+                                 FROM l b WHERE b.lexeme > a.lexeme) r
+    WHERE r.rest IS NOT NULL
 $$;
 """
 
@@ -174,6 +185,21 @@ BEGIN
     END LOOP;
 END $$;
 UPDATE rag_sessions SET stop_lexemes = NULL WHERE stop_lexemes IS NOT NULL;
+"""
+
+# v8: the pairs query as a chain, and a short GIN pending list on every chunk table (`GIN_WITH`); the list
+# that is already there is merged now (107 pages: 0.2 s), not by the next writer.
+_LEXICAL_INDEX_UPGRADE = _PAIRS_TSQUERY_DDL + f"""
+DO $$
+DECLARE t text;
+BEGIN
+    FOR t IN SELECT tablename FROM pg_tables
+             WHERE schemaname = current_schema() AND tablename ~ '^rag_chunks_d[0-9]+$' LOOP
+        CONTINUE WHEN to_regclass(format('%I', t || '_tsv')) IS NULL;
+        EXECUTE format('ALTER INDEX %I SET ({GIN_WITH})', t || '_tsv');
+        PERFORM gin_clean_pending_list(format('%I', t || '_tsv')::regclass);
+    END LOOP;
+END $$;
 """
 
 _UPGRADES: dict[int, str] = {
@@ -212,6 +238,7 @@ END $$;
 ALTER TABLE rag_blob_cache ADD COLUMN IF NOT EXISTS warnings text[];
 """,
     7: _IDENTIFIER_WORDS_UPGRADE,
+    8: _LEXICAL_INDEX_UPGRADE,
 }
 
 
@@ -282,6 +309,7 @@ def ensure_space(conn: psycopg.Connection, dim: int) -> str:
             "table": sql.Identifier(table),
             "dim": sql.Literal(dim),
             "hnsw_with": sql.SQL(HNSW_WITH),
+            "gin_with": sql.SQL(GIN_WITH),
             "tsv": sql.SQL(TSV_EXPRESSION),
             **{k: sql.Identifier(f"{table}_{k[3:]}") for k in
                ("ix_session", "ix_path", "ix_hnsw", "ix_tsv", "ix_domain", "ix_subdomain", "ix_name")},

@@ -312,15 +312,25 @@ LIMIT %(limit)s""").format(
             "AND (SELECT count(*) FROM pairs) < %(cap)s OFFSET 0) m ORDER BY id LIMIT %(cap)s) "
             "UNION SELECT c.id FROM {t} c WHERE {w} AND lower(c.metadata_json->>'name') = ANY(%(names)s)"
         ).format(t=self.table, w=where.sql())
+        # The order leads with (name match, layer): rows of a group after the one that holds the `limit`-th
+        # candidate cannot make the cut, so `ts_rank_cd` — ~10 µs a row, most of the statement once the
+        # candidates are found — runs only on the groups up to it (`groups`, `cut`).
         # NULL-safe: rows without a name must sort after name matches, not first (NULLs lead in DESC).
-        order = ("coalesce(lower(c.metadata_json->>'name') = ANY(%(names)s), false) DESC, "
-                 "array_position(%(layers)s::text[], c.layer), "
-                 "ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC, c.path, c.span_start, c.layer, c.span_end, c.id")
+        groups = sql.SQL(
+            "groups AS MATERIALIZED (SELECT c.id, coalesce(lower(c.metadata_json->>'name') = ANY(%(names)s), false) "
+            "AS named, array_position(%(layers)s::text[], c.layer) AS layer_pos FROM {t} c WHERE c.id IN ({cand})), "
+            "cut AS (SELECT named, layer_pos FROM groups ORDER BY named DESC, layer_pos "
+            "OFFSET greatest(%(limit)s - 1, 0) LIMIT 1)"
+        ).format(t=self.table, cand=cand)
+        order = ("g.named DESC, g.layer_pos, ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC, "
+                 "c.path, c.span_start, c.layer, c.span_end, c.id")
         stmt = sql.SQL(
-            "WITH {pairs} SELECT c.id::text AS id, c.path, c.layer, c.title, c.content, c.metadata_json AS metadata, "
-            "c.span_start, c.span_end FROM {t} c WHERE c.id IN (" + "{cand}" + ") ORDER BY " + order
-            + " LIMIT %(limit)s"
-        ).format(t=self.table, cand=cand, pairs=pairs)
+            "WITH {pairs}, {groups} SELECT c.id::text AS id, c.path, c.layer, c.title, c.content, "
+            "c.metadata_json AS metadata, c.span_start, c.span_end FROM groups g JOIN {t} c ON c.id = g.id "
+            "WHERE NOT EXISTS (SELECT 1 FROM cut) OR g.named > (SELECT named FROM cut) "
+            "OR (g.named = (SELECT named FROM cut) AND g.layer_pos <= (SELECT layer_pos FROM cut)) "
+            "ORDER BY " + order + " LIMIT %(limit)s"
+        ).format(t=self.table, pairs=pairs, groups=groups)
         params = {**where.params, "qtext": " ".join(terms), "stop": list(stop_lexemes), "names": names,
                   "limit": limit, "cap": LEXICAL_CODE_CAP}
         return stmt, params
@@ -335,12 +345,15 @@ LIMIT %(limit)s""").format(
 
 def _ranked_matches(match: str, cap: int | None) -> str:
     """Ids of the rows matching `match` (under `{w}`), the best `%(cand)s` by `ts_rank_cd`; with a cap, only
-    the first `cap` matches by id are ranked (`OFFSET 0` keeps the planner from walking the primary key)."""
+    the first `cap` matches by id are ranked (`OFFSET 0` keeps the planner from walking the primary key).
+
+    The capped matches carry the columns of the rank's order with them instead of being read again by
+    primary key (1,000 index look-ups per set: 19.1 → 17.5 ms of the ranked SQL per request at 100k rows)."""
     rank = "ORDER BY ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC, c.path, c.span_start, c.layer, c.id LIMIT %(cand)s"
     if cap is None:
         return "SELECT c.id FROM {t} c WHERE {w} AND " + match + " " + rank
-    return ("SELECT c.id FROM {t} c JOIN (SELECT id FROM (SELECT c.id FROM {t} c WHERE {w} AND " + match
-            + " OFFSET 0) m ORDER BY id LIMIT %(rank_cap)s) k ON k.id = c.id " + rank)
+    return ("SELECT c.id FROM (SELECT * FROM (SELECT c.id, c.tsv, c.path, c.span_start, c.layer FROM {t} c "
+            "WHERE {w} AND " + match + " OFFSET 0) m ORDER BY id LIMIT %(rank_cap)s) c " + rank)
 
 
 def _vector_literal(vector: Sequence[float]) -> str:
