@@ -48,3 +48,18 @@ def lotsman(db, pg_data_dir: Path) -> Callable[..., subprocess.CompletedProcess[
 def session_name(request: pytest.FixtureRequest) -> str:
     """A session name no other test uses."""
     return f"t-{request.node.name[:24]}-{uuid.uuid4().hex[:8]}"
+
+
+def indexed_session(db, root: Path, prefix: str, embedder):  # type: ignore[no-untyped-def]
+    """Index `root` into a fresh session named `{prefix}-<random>`, yield it, delete it afterwards (for
+    module-scoped fixtures: `yield from indexed_session(...)`)."""
+    from stores.indexing.service import index_repository
+    from stores.sessions import delete_session, get_session
+
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    index_repository(db, root, session_name=name, embedder=embedder)
+    with db.connection() as conn:
+        found = get_session(conn, name)
+    yield found
+    with db.connection() as conn:
+        delete_session(conn, name)

@@ -13,10 +13,10 @@ from psycopg import sql
 
 from stores.database import Database
 from stores.embedders import FakeEmbeddings
-from stores.indexing.service import index_repository
 from stores.repository import RagRepository
 from stores.schema import SCHEMA_VERSION, _refresh_view, ensure_space, ensure_tables
-from stores.sessions import RagSession, delete_session, get_session
+from stores.sessions import RagSession
+from tests.integration.conftest import indexed_session
 
 DOC = """# Durations and files
 
@@ -44,13 +44,7 @@ def session(db: Database, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     root: Path = tmp_path_factory.mktemp("identifiers")
     (root / "durations.md").write_text(DOC, encoding="utf-8")
     (root / "other.md").write_text(OTHER, encoding="utf-8")
-    name = f"it-ident-{uuid.uuid4().hex[:8]}"
-    index_repository(db, root, session_name=name, embedder=FakeEmbeddings())
-    with db.connection() as conn:
-        found = get_session(conn, name)
-    yield found
-    with db.connection() as conn:
-        delete_session(conn, name)
+    yield from indexed_session(db, root, "it-ident", FakeEmbeddings())
 
 
 def _lexical_paths(db: Database, session: RagSession, query: str) -> set[str]:

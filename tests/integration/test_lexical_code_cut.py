@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,10 +10,10 @@ import pytest
 
 from stores.database import Database
 from stores.embedders import FakeEmbeddings
-from stores.indexing.service import index_repository
 from stores.layers import Layer
 from stores.repository import RagRepository
-from stores.sessions import RagSession, delete_session, get_session
+from stores.sessions import RagSession
+from tests.integration.conftest import indexed_session
 
 MODULE = '''"""Header parsing for the {name} protocol."""
 
@@ -51,13 +50,7 @@ def session(db: Database, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     root: Path = tmp_path_factory.mktemp("codecut")
     for name in ("http", "smtp", "imap", "mime", "email", "news"):
         (root / f"{name}_headers.py").write_text(MODULE.format(name=name, cls=name.capitalize()), encoding="utf-8")
-    session_name = f"it-codecut-{uuid.uuid4().hex[:8]}"
-    index_repository(db, root, session_name=session_name, embedder=FakeEmbeddings())
-    with db.connection() as conn:
-        found = get_session(conn, session_name)
-    yield found
-    with db.connection() as conn:
-        delete_session(conn, session_name)
+    yield from indexed_session(db, root, "it-codecut", FakeEmbeddings())
 
 
 @pytest.mark.parametrize(("query", "names", "layers"), [
