@@ -8,11 +8,13 @@ from collections.abc import Mapping, Sequence
 from nodes.context_analysis.card_sources import ReadSources, cards, is_module_card, opens_with_docstring
 from nodes.context_analysis.conflicts import find_conflicts
 from nodes.context_analysis.models import Analysis, FileEvidence, Span
+from nodes.context_analysis.outline import asks_for_summary, named_file, outline_first
 from nodes.context_analysis.passages import (
     MAX_PASSAGE_CHARS,
     MAX_PASSAGE_LINES,
     Candidate,
     block_text,
+    fold_identifier,
     row_candidates,
 )
 from nodes.context_analysis.scoring import (
@@ -216,6 +218,8 @@ def _details(text: str) -> set[str]:
 def _best_line(span: Span, q: Question) -> tuple[str, int]:
     """The one line of `span` that best says why its file matters (a code line with the definition's name)."""
     lines = span.text.split("\n")
+    if span.code and _defines(lines[0], q):  # the definition of the asked-about name: its signature
+        return lines[0], span.start_line
     if span.end_line - span.start_line + 1 != len(lines) or len(lines) == 1:
         return span.text, span.start_line  # a synthesized row, a single line, or code with skipped lines
     best, best_score = 0, -1.0
@@ -226,6 +230,15 @@ def _best_line(span: Span, q: Question) -> tuple[str, int]:
         if score > best_score:
             best, best_score = n, score
     return lines[best], span.start_line + best
+
+
+_DEFINITION = re.compile(r"^\s*(?:async\s+def|def|class)\s+(\w+)")
+
+
+def _defines(line: str, q: Question) -> bool:
+    """`line` opens the definition of a name the question asks about."""
+    m = _DEFINITION.match(line)
+    return m is not None and fold_identifier(m.group(1)) in q.identifiers
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…;])\s+(?=\S)")
@@ -429,7 +442,10 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
                                       q)
     spans, pool = _quote_sources(spans, pool, upgrades, q)
     exact = [row for row in rows if "exact" in row.lanes]
-    if overview:  # about the repository itself: its front door (README, package docstring) leads the answer
+    named = named_file(rows)
+    if named and asks_for_summary(own, terms, named):  # "what is in <file>?": its outline
+        spans, pool = outline_first(named, rows, spans, pool)
+    elif overview:  # about the repository itself: its front door (README, package docstring) leads the answer
         spans = _lead_with_landing(rows, spans, pool)
     _show_named_files(exact, spans, pool)
     best = {item.candidate.row.path: _quote_sources([_grow(item, q, lead=False)], [], upgrades, q)[0][0]

@@ -469,3 +469,21 @@ def test_a_cross_lingual_request_is_answered_by_meaning(cross_lingual: bool, emb
     assert analysis.sufficient is sufficient
     if sufficient:
         assert "VISUAL" in analysis.spans[0].text
+
+
+EXC_PY = '''class HTTPException(StarletteHTTPException):
+    """
+    An HTTP exception you can raise in your own code to show errors to the client.
+
+    ```python
+    from fastapi import FastAPI, HTTPException
+    ```
+    """'''
+
+
+def test_a_code_files_reason_is_the_line_that_defines_the_asked_name() -> None:
+    question = "В каком модуле исходников FastAPI определён класс HTTPException?"
+    row = ev("exc", "fastapi/exceptions.py", EXC_PY, 17, layer="C0_SOURCE_CHUNKS")
+    (file,) = run(question, [row]).files
+    assert file.reason.endswith("class HTTPException(StarletteHTTPException):")
+    assert (file.start_line, file.end_line) == (17, 17)

@@ -1,0 +1,100 @@
+"""File summaries: "what is in <file>?" is answered by the file's outline, not by one of its sentences.
+
+A question that names one file and asks for nothing beyond its content ("Что в файле tutorial/cors.md?",
+"Summarize install/INSTALL.md") wants what the file covers: its summary and its sections. The document
+card (D1) holds both; quoted as a sentence it gave only the opening paragraph, and supporting passages from
+other files said nothing about the named one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from nodes.context_analysis.models import Span
+from nodes.context_analysis.scoring import FUNCTION_WORDS
+from nodes.context_analysis.spans import LINE_ALIGNED, lead_span
+from nodes.context_analysis.text import stems_of
+from nodes.conversation_understanding import is_generic_term
+from nodes.evidence import EvidenceRow
+
+NAMED_LANES = ("exact", "substring")
+"""Lanes that find the files a question names by path."""
+SUMMARY_WORDS = frozenset("""
+summarize summarise summary overview contain contains contained cover covers say says explain explains
+describe describes file module page document doc docs
+кратко перескажи перескажите пересказ обзор содержит содержится находится описано описан описывает
+рассказывает чём файл файле файла модуль модуле модуля страница странице документ документе
+""".split())
+"""Words that ask for a file's content as a whole: a summary request has one, and no topic of its own."""
+OUTLINE_LINES = (("Summary", 600), ("Sections", 300), ("Entities", 160))
+"""The card lines an outline shows, in this order, each cut to its length (the index's `Path:` / `Type:`
+labels are left out). The summary is the card's own, already cut by the indexer to 600 characters."""
+REPEATS = 0.8
+"""A passage whose stems are this much inside the outline's repeats it (the opening paragraph is the
+card's summary) and is not shown beside it."""
+
+_SPLIT = re.compile(r"[/._\-\s]+")
+
+
+def named_file(rows: Sequence[EvidenceRow]) -> str | None:
+    """The one file the question names by path (rows found by a NAMED_LANES lane), or None (none or several)."""
+    paths = {row.path for row in rows if any(lane in row.lanes for lane in NAMED_LANES)}
+    return next(iter(paths)) if len(paths) == 1 else None
+
+
+def asks_for_summary(question: str, terms: Sequence[str], path: str) -> bool:
+    """The question asks for content (a SUMMARY_WORDS word) and every key term is part of the named `path`,
+    such a word, or a generic or function word ("Как настроить CORS в cors.md?" asks how, not what)."""
+    if not any(w in SUMMARY_WORDS for w in re.findall(r"\w+", question.lower())):
+        return False
+    parts = {p for p in _SPLIT.split(path.lower()) if p}
+
+    def covered(term: str) -> bool:
+        t = term.lower()
+        pieces = [p for p in _SPLIT.split(t) if p]
+        return (t in SUMMARY_WORDS or t in FUNCTION_WORDS or is_generic_term(t)
+                or bool(pieces) and all(p in parts for p in pieces))
+
+    return bool(terms) and all(covered(t) for t in terms)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def outline_text(card: EvidenceRow) -> str:
+    """A document card as an outline: its summary, then its sections and entities lines."""
+    found: dict[str, str] = {}
+    for line in card.content.splitlines():
+        label, sep, value = line.partition(":")
+        if sep and label.strip() in dict(OUTLINE_LINES) and value.strip():
+            found.setdefault(label.strip(), " ".join(value.split()))
+    summary = found.get("Summary") or " ".join(str(card.metadata.get("summary") or card.title).split())
+    lines = [_cut(summary, OUTLINE_LINES[0][1])]
+    lines += [f"{label}: {_cut(found[label], limit)}" for label, limit in OUTLINE_LINES[1:] if label in found]
+    return "\n".join(line for line in lines if line)
+
+
+def _repeats(span: Span, outline: str) -> bool:
+    mine = stems_of(span.text)
+    return bool(mine) and len(mine & stems_of(outline)) >= REPEATS * len(mine)
+
+
+def outline_first(path: str, rows: Sequence[EvidenceRow], spans: list[Span], pool: list[Span]
+                  ) -> tuple[list[Span], list[Span]]:
+    """The answer to a summary request about `path`: its outline (from its document card), then its best
+    verbatim passage that does not repeat the outline; passages of other files are left out. A file without
+    a card (code) keeps its own passages, and the others only when it has none."""
+    mine = [s for s in spans if s.path == path]
+    card = next((r for r in rows if r.path == path and r.layer == "D1_DOCUMENT_CATALOG"), None)
+    if card is None:
+        return mine or spans, pool
+    text = outline_text(card)
+    outline = Span(path=path, start_line=card.span_start, end_line=card.span_end, text=text, row_id=card.id,
+                   layer=card.layer, kind=card.layer)
+    verbatim = [s for s in [*mine, *pool] if s.path == path and s.layer in LINE_ALIGNED]
+    if not verbatim:
+        verbatim = [lead_span(r) for r in rows if r.path == path and r.layer in LINE_ALIGNED][:1]
+    rest = [s for s in verbatim if not _repeats(s, text)][:1]
+    return [outline, *rest], [outline, *rest, *(p for p in pool if p.row_id != card.id and p not in rest)]
