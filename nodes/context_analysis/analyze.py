@@ -444,7 +444,7 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
     exact = [row for row in rows if "exact" in row.lanes]
     named = named_file(rows)
     if named and asks_for_summary(own, terms, named):  # "what is in <file>?": its outline
-        spans, pool = outline_first(named, rows, spans, pool)
+        spans, pool = outline_first(named, rows, spans, pool, source_rows)
     elif overview:  # about the repository itself: its front door (README, package docstring) leads the answer
         spans = _lead_with_landing(rows, spans, pool)
     _show_named_files(exact, spans, pool)
@@ -466,5 +466,7 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
         conflicts=find_conflicts(pool, rows, terms),
         language=detect_language(own),
         terms=terms,
-        expanded=[row.id for row in source_rows if row.id in used],
+        expanded=[row.id for row in source_rows if row.id in used or any(  # a quote may run across rows
+            s.path == row.path and s.layer == row.layer and row.span_start <= s.end_line
+            and s.start_line <= row.span_end for s in spans)],
     )

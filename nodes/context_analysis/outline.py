@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from nodes.context_analysis.models import Span
 from nodes.context_analysis.scoring import FUNCTION_WORDS
-from nodes.context_analysis.spans import LINE_ALIGNED, lead_span
+from nodes.context_analysis.spans import LINE_ALIGNED, Line, aligned_lines, lead_span
 from nodes.context_analysis.text import stems_of
 from nodes.conversation_understanding import is_generic_term
 from nodes.evidence import EvidenceRow
@@ -30,6 +30,11 @@ describe describes file module page document doc docs
 OUTLINE_LINES = (("Summary", 600), ("Sections", 300), ("Entities", 160))
 """The card lines an outline shows, in this order, each cut to its length (the index's `Path:` / `Type:`
 labels are left out). The summary is the card's own, already cut by the indexer to 600 characters."""
+OPENING_LINES = 16
+"""Lines of a module's opening shown beside its card in a summary of a code file."""
+MAX_GAP = 3
+"""Lines between two source rows that the opening passes over, shown as `...` (the blank lines between
+top-level chunks are in no row)."""
 REPEATS = 0.8
 """A passage whose stems are this much inside the outline's repeats it (the opening paragraph is the
 card's summary) and is not shown beside it."""
@@ -81,14 +86,48 @@ def _repeats(span: Span, outline: str) -> bool:
     return bool(mine) and len(mine & stems_of(outline)) >= REPEATS * len(mine)
 
 
-def outline_first(path: str, rows: Sequence[EvidenceRow], spans: list[Span], pool: list[Span]
-                  ) -> tuple[list[Span], list[Span]]:
+def module_opening(rows: Sequence[EvidenceRow]) -> Span | None:
+    """The first OPENING_LINES lines of a module, read across its source rows from the top (blank lines
+    kept, trailing ones cut): its imports, constants and first definitions, which its card's list of
+    definitions leaves out. None when the rows do not start a contiguous run of lines."""
+    lines: list[Line] = []
+    shown = 0
+    for row in sorted(rows, key=lambda r: (r.span_start, r.id)):
+        if lines and row.span_start > lines[-1].number + 1 + MAX_GAP:
+            break  # what lies between was not read
+        if lines and row.span_start > lines[-1].number + 1:  # blank lines between top-level chunks
+            lines.append(Line(row.span_start - 1, "...", True, "gap"))
+        new = [line for line in aligned_lines(row) if not lines or line.number > lines[-1].number]
+        lines += new[: OPENING_LINES - shown]
+        shown += len(new[: OPENING_LINES - shown])
+        if shown >= OPENING_LINES:
+            break
+    while lines and lines[-1].kind in ("blank", "gap"):
+        lines.pop()
+    if not any(line.kind not in ("blank", "gap") for line in lines):
+        return None
+    return Span(path=rows[0].path, start_line=lines[0].number, end_line=lines[-1].number,
+                text="\n".join(line.text for line in lines), row_id=rows[0].id, layer=rows[0].layer, code=True)
+
+
+def outline_first(path: str, rows: Sequence[EvidenceRow], spans: list[Span], pool: list[Span],
+                  sources: Sequence[EvidenceRow] = ()) -> tuple[list[Span], list[Span]]:
     """The answer to a summary request about `path`: its outline (from its document card), then its best
-    verbatim passage that does not repeat the outline; passages of other files are left out. A file without
-    a card (code) keeps its own passages, and the others only when it has none."""
+    verbatim passage that does not repeat the outline; passages of other files are left out. A code file
+    (no document card) keeps its own passages — the others only when it has none — and after its module card
+    shows how the module opens (`module_opening` of its first source row among `rows` and `sources`)."""
     mine = [s for s in spans if s.path == path]
     card = next((r for r in rows if r.path == path and r.layer == "D1_DOCUMENT_CATALOG"), None)
     if card is None:
+        source = [r for r in [*rows, *sources] if r.path == path and r.layer == "C0_SOURCE_CHUNKS"]
+        module = mine[0] if mine and mine[0].kind == "C1_SYMBOL_CATALOG" else None
+        opening = module_opening(source) if source and module is not None else None
+        if opening is not None and not (module.start_line <= opening.start_line  # type: ignore[union-attr]
+                                        and opening.end_line <= module.end_line):  # type: ignore[union-attr]
+            opening = None  # cited inside the card's span, which the evidence holds
+        if opening is not None and not any(s.layer in LINE_ALIGNED and s.start_line <= opening.end_line
+                                           and opening.start_line <= s.end_line for s in mine):
+            return [mine[0], opening, *mine[1:]][: len(mine) + 1], [*pool, opening]
         return mine or spans, pool
     text = outline_text(card)
     outline = Span(path=path, start_line=card.span_start, end_line=card.span_end, text=text, row_id=card.id,

@@ -89,3 +89,29 @@ def test_a_question_about_one_topic_of_a_named_file_is_answered_by_its_passage()
     question = "Что в tutorial/cors.md сказано про allow_origins?"
     lead = analyze(question, key_terms(question), [CARD_ROW, OTHER, OPENING, STEPS], True).spans[0]
     assert lead.layer == "D0_DOC_CHUNKS" and "allow_origins" in lead.text
+
+
+UTILS = "click/_utils.py"
+MODULE_CARD = ev("mod", UTILS, "module click._utils Defines: Sentinel", "C1_SYMBOL_CATALOG", span_end=45,
+                 lanes={"exact": 1}, metadata={"kind": "module"})
+IMPORTS = ev("c0a", UTILS, "from __future__ import annotations\n\nimport enum\nimport typing as t", "C0_SOURCE_CHUNKS",
+             lanes={"exact": 2})
+SENTINEL = ev("c0b", UTILS, "class Sentinel(enum.Enum):\n    UNSET = object()\n    FLAG_NEEDS_VALUE = object()",
+              "C0_SOURCE_CHUNKS", start=7)
+
+
+def read(cards: Any) -> dict[str, list[EvidenceRow]]:
+    return {card.id: [SENTINEL] for card in cards if card.id == "mod"}
+
+
+def test_what_is_in_a_module_shows_its_card_then_how_it_opens_across_its_source_rows() -> None:
+    question = "What does click/_utils.py contain?"
+    analysis = analyze(question, key_terms(question), [MODULE_CARD, OTHER, IMPORTS], True, sources=read)
+    card, opening = analysis.spans
+    assert card.row_id == "mod" and opening.code
+    # lines 5-6 lie in no row (blank lines between top-level chunks): marked, not invented
+    assert opening.text.split("\n") == ["from __future__ import annotations", "", "import enum", "import typing as t",
+                                        "...", "class Sentinel(enum.Enum):", "    UNSET = object()",
+                                        "    FLAG_NEEDS_VALUE = object()"]
+    assert (opening.start_line, opening.end_line) == (1, 9)  # inside the card's span, which the evidence holds
+    assert "c0b" in analysis.expanded
