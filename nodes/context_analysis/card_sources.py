@@ -97,3 +97,43 @@ def read_card_sources(repository: RagRepository, session: RagSession,
         return {}
     fetched = repository.retrieve_overlapping(session, spans, layers=[SOURCE_LAYER], limit=MAX_FETCHED)
     return card_sources(fetched, rows)
+
+
+DOC_LAYER = Layer.D0_DOC_CHUNKS.value
+MAX_FILE_ROWS = 60
+"""Docs rows read for the files the answer is taken from (one statement): a long page is chunked by section."""
+FILE_LANE = "file_read"
+
+ReadFiles = Callable[[Sequence[str]], Sequence[EvidenceRow]]
+"""Paths → the docs rows (D0) of those files, read from the index (one read)."""
+
+
+def file_rows(fetched: Sequence[Mapping[str, Any]], rows: Sequence[EvidenceRow]) -> list[EvidenceRow]:
+    """The fetched docs rows that are not in the evidence yet, in file order, marked by the `file_read`
+    lane and carrying their file's best lanes and scores (they stand in the file's place)."""
+    have = {r.id for r in rows}
+    best: dict[str, EvidenceRow] = {}
+    for row in rows:
+        best.setdefault(row.path, row)
+    out = []
+    for f in sorted(fetched, key=lambda f: (str(f["path"]), int(f["span_start"]), str(f["id"]))):
+        owner = best.get(str(f["path"]))
+        if owner is None or str(f["id"]) in have or f.get("layer") != DOC_LAYER:
+            continue
+        out.append(EvidenceRow(id=str(f["id"]), path=str(f["path"]), layer=DOC_LAYER, title=f.get("title") or "",
+                               content=f.get("content") or "", span_start=int(f["span_start"]),
+                               span_end=int(f["span_end"]), metadata=dict(f.get("metadata") or {}),
+                               lanes={**owner.lanes, FILE_LANE: 1}, scores=dict(owner.scores),
+                               fused_score=owner.fused_score))
+        have.add(out[-1].id)
+    return out
+
+
+def read_file_rows(repository: RagRepository, session: RagSession, paths: Sequence[str],
+                   rows: Sequence[EvidenceRow]) -> list[EvidenceRow]:
+    """`file_rows` of `paths`, read from the session's active generation (one statement; none without paths)."""
+    if not paths:
+        return []
+    fetched = repository.retrieve_overlapping(session, [(p, 1, 2_147_483_647) for p in paths], layers=[DOC_LAYER],
+                                              limit=MAX_FILE_ROWS)
+    return file_rows(fetched, rows)
