@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from nodes.context_analysis.card_sources import is_module_card
 from nodes.context_analysis.models import Span
 from nodes.context_analysis.scoring import FUNCTION_WORDS
 from nodes.context_analysis.spans import LINE_ALIGNED, Line, aligned_lines, lead_span
@@ -92,7 +93,8 @@ def module_opening(rows: Sequence[EvidenceRow]) -> Span | None:
     definitions leaves out. None when the rows do not start a contiguous run of lines."""
     lines: list[Line] = []
     shown = 0
-    for row in sorted(rows, key=lambda r: (r.span_start, r.id)):
+    ordered = sorted(rows, key=lambda r: (r.span_start, r.id))
+    for row in ordered:
         if lines and row.span_start > lines[-1].number + 1 + MAX_GAP:
             break  # what lies between was not read
         if lines and row.span_start > lines[-1].number + 1:  # blank lines between top-level chunks
@@ -106,29 +108,22 @@ def module_opening(rows: Sequence[EvidenceRow]) -> Span | None:
         lines.pop()
     if not any(line.kind not in ("blank", "gap") for line in lines):
         return None
-    return Span(path=rows[0].path, start_line=lines[0].number, end_line=lines[-1].number,
-                text="\n".join(line.text for line in lines), row_id=rows[0].id, layer=rows[0].layer, code=True)
+    return Span(path=ordered[0].path, start_line=lines[0].number, end_line=lines[-1].number,
+                text="\n".join(line.text for line in lines), row_id=ordered[0].id, layer=ordered[0].layer,
+                code=True)
 
 
 def outline_first(path: str, rows: Sequence[EvidenceRow], spans: list[Span], pool: list[Span],
                   sources: Sequence[EvidenceRow] = ()) -> tuple[list[Span], list[Span]]:
-    """The answer to a summary request about `path`: its outline (from its document card), then its best
-    verbatim passage that does not repeat the outline; passages of other files are left out. A code file
-    (no document card) keeps its own passages — the others only when it has none — and after its module card
-    shows how the module opens (`module_opening` of its first source row among `rows` and `sources`)."""
+    """The answer to a summary request about `path`, passages of other files left out: a document's outline
+    (from its card) and its best verbatim passage that does not repeat the outline; a module's card (what it
+    defines, not one of its definitions) and how the module opens (`module_opening` of its source rows among
+    `rows` and `sources`). A file with neither card keeps its own passages (the others' when it has none)."""
     mine = [s for s in spans if s.path == path]
     card = next((r for r in rows if r.path == path and r.layer == "D1_DOCUMENT_CATALOG"), None)
     if card is None:
-        source = [r for r in [*rows, *sources] if r.path == path and r.layer == "C0_SOURCE_CHUNKS"]
-        module = mine[0] if mine and mine[0].kind == "C1_SYMBOL_CATALOG" else None
-        opening = module_opening(source) if source and module is not None else None
-        if opening is not None and not (module.start_line <= opening.start_line  # type: ignore[union-attr]
-                                        and opening.end_line <= module.end_line):  # type: ignore[union-attr]
-            opening = None  # cited inside the card's span, which the evidence holds
-        if opening is not None and not any(s.layer in LINE_ALIGNED and s.start_line <= opening.end_line
-                                           and opening.start_line <= s.end_line for s in mine):
-            return [mine[0], opening, *mine[1:]][: len(mine) + 1], [*pool, opening]
-        return mine or spans, pool
+        chosen = _module_summary(path, rows, mine, sources) or mine or spans
+        return chosen, [*chosen, *(p for p in pool if p not in chosen)]
     text = outline_text(card)
     outline = Span(path=path, start_line=card.span_start, end_line=card.span_end, text=text, row_id=card.id,
                    layer=card.layer, kind=card.layer)
@@ -137,3 +132,18 @@ def outline_first(path: str, rows: Sequence[EvidenceRow], spans: list[Span], poo
         verbatim = [lead_span(r) for r in rows if r.path == path and r.layer in LINE_ALIGNED][:1]
     rest = [s for s in verbatim if not _repeats(s, text)][:1]
     return [outline, *rest], [outline, *rest, *(p for p in pool if p.row_id != card.id and p not in rest)]
+
+
+def _module_summary(path: str, rows: Sequence[EvidenceRow], mine: list[Span], sources: Sequence[EvidenceRow]
+                    ) -> list[Span]:
+    """The module's card, then its opening when that lies inside the card's span (which the evidence holds);
+    empty without a module card. A passage of the module that already quotes it (its docstring) leads."""
+    module = next((r for r in rows if r.path == path and is_module_card(r)), None)
+    if module is None:
+        return []
+    if mine and mine[0].row_id != module.id and mine[0].layer in LINE_ALIGNED and mine[0].start_line == 1:
+        return mine[:1]  # the card was already replaced by the module docstring
+    opening = module_opening([r for r in [*rows, *sources] if r.path == path and r.layer in LINE_ALIGNED
+                              and r.layer.startswith("C")])
+    inside = opening is not None and module.span_start <= opening.start_line and opening.end_line <= module.span_end
+    return [lead_span(module), *([opening] if inside and opening is not None else [])]

@@ -115,3 +115,12 @@ def test_what_is_in_a_module_shows_its_card_then_how_it_opens_across_its_source_
                                         "    FLAG_NEEDS_VALUE = object()"]
     assert (opening.start_line, opening.end_line) == (1, 9)  # inside the card's span, which the evidence holds
     assert "c0b" in analysis.expanded
+
+
+def test_what_is_in_a_module_leads_with_its_card_not_with_one_of_its_definitions() -> None:
+    question = "What does click/_utils.py contain?"
+    method = ev("repr", UTILS, "def __repr__(self) -> str:\n    return f\"{self.__class__.__name__}.{self.name}\"",
+                "C0_SOURCE_CHUNKS", start=18, lanes={"semantic": 1})
+    analysis = analyze(question, key_terms(question), [method, OTHER, IMPORTS, MODULE_CARD], True)
+    assert [s.row_id for s in analysis.spans][:1] == ["mod"]
+    assert all(s.path == UTILS and s.row_id != "repr" for s in analysis.spans)
