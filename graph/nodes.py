@@ -23,7 +23,7 @@ from graph.errors import surface_errors
 from graph.state import RetrievalReport, State
 from nodes.answer_composition import compose_extractive, compose_with_llm
 from nodes.context_analysis import Analysis, Embed, analyze, analyze_with_llm
-from nodes.context_analysis.card_sources import ReadFiles, ReadSources, read_card_sources, read_file_rows
+from nodes.context_analysis.card_sources import ReadSources, read_card_sources
 from nodes.conversation_understanding import StandaloneRequest, rewrite_with_llm, standalone_request
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing import IntentRouter, RouteResult
@@ -153,12 +153,9 @@ def _analyze(state: State, relevant: bool, embed: Embed | None = None, sources: 
     request = state["request"]
     report = state.get("retrieval")
     signals = report.signals if report is not None else {}
-    evidence = state.get("evidence") or []
-    read_files = sources.files(evidence) if isinstance(sources, _SourceReader) else None
-    return analyze(request.text, request.key_terms, evidence, relevant,
+    return analyze(request.text, request.key_terms, state.get("evidence") or [], relevant,
                    state.get("route_result"), question=request.question, overview=bool(signals.get("overview")),
-                   cross_lingual=bool(signals.get("cross_lingual")), embed=embed, sources=sources,
-                   read_files=read_files)
+                   cross_lingual=bool(signals.get("cross_lingual")), embed=embed, sources=sources)
 
 
 async def _embed_for(deps: GraphDeps, state: State) -> Embed | None:
@@ -182,14 +179,6 @@ class _SourceReader:
         found = read_card_sources(self.bundle.adapter.repository, self.bundle.session, chosen)
         self.rows.update((row.id, row) for rows in found.values() for row in rows)
         return found
-
-    def files(self, evidence: Sequence[EvidenceRow]) -> ReadFiles:
-        def read(paths: Sequence[str]) -> list[EvidenceRow]:
-            found = read_file_rows(self.bundle.adapter.repository, self.bundle.session, paths, evidence)
-            self.rows.update((row.id, row) for row in found)
-            return found
-
-        return read
 
 
 def context_analysis(deps: GraphDeps) -> Node:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from nodes.context_analysis.card_sources import ReadFiles, ReadSources, cards, is_module_card, opens_with_docstring
+from nodes.context_analysis.card_sources import ReadSources, cards, is_module_card, opens_with_docstring
 from nodes.context_analysis.conflicts import find_conflicts
 from nodes.context_analysis.models import Analysis, FileEvidence, Span
 from nodes.context_analysis.outline import asks_for_summary, named_file, outline_first
@@ -52,10 +52,6 @@ LEAD_RANK_DECAY = 0.5
 scores alone led with a lower-ranked file more often than retrieval's best file was right (dev, five corpora:
 lead citation in gold 0.497 → 0.521, key-fact coverage 0.319 → 0.323; 1.0 and 3.0 gave no more lead).
 Definitions (C0 `source` passages) keep their own score: with them exempt, lead citation 0.530 → 0.536."""
-READ_TOP_FILES = 1
-"""Docs files, by retrieval rank, whose rows are all read (`read_files`) so their passages compete. Dev, five
-corpora: key-fact coverage 0.420 → 0.425, lead citation in gold 0.564 → 0.574, passage precision 0.319 →
-0.337, answer length p50 1,191 → 1,253; the top two files: 0.412 / 0.567 / 0.324 / 1,287."""
 MAX_PASSAGES = 6
 """Passages handed to the LLM (and to its analysis): the lead, the support, then the next best."""
 LEAD_MIN_CHARS = 240
@@ -398,7 +394,7 @@ def question_of(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow])
 def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], relevant: bool,
             route: RouteResult | None = None, *, question: str | None = None, embed: Embed | None = None,
             overview: bool = False, cross_lingual: bool = False,
-            sources: ReadSources | None = None, read_files: ReadFiles | None = None) -> Analysis:
+            sources: ReadSources | None = None) -> Analysis:
     """Analyse the evidence of one request.
 
     Args:
@@ -422,9 +418,6 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
             those cards; `read_card_sources`): the best definition inside a card's span is quoted in its
             place, and the rows quoted are listed in `Analysis.expanded` (the caller adds them to the
             evidence the citations are checked against). None quotes cards as they are.
-        read_files: Reads the docs rows of the READ_TOP_FILES best docs files (`read_file_rows`, one call):
-            their passages compete with the evidence's, and those quoted are listed in `Analysis.expanded`
-            like the sources. None analyses the evidence alone.
 
     Returns:
         Files in rank order each with its best line, the answer's passages (`spans`: the lead, then up to
@@ -437,15 +430,7 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
     file_rank: dict[str, int] = {}
     for row in rows:
         file_rank.setdefault(row.path, len(file_rank) + 1)
-    # The best file's other sections compete too: retrieval returned the rows that matched best as rows,
-    # and the passage that answers often sits in a row of the same page it did not return.
-    top = [p for p, rank in file_rank.items() if rank <= READ_TOP_FILES
-           and any(r.path == p and r.layer in ("D0_DOC_CHUNKS", "D1_DOCUMENT_CATALOG") for r in rows)]
-    read_rows = list(read_files(top)) if read_files is not None and top else []
-    if not cross_lingual:  # a row without a key term has no passage to offer (meaning aside)
-        wanted = set(q.stems.values())
-        read_rows = [r for r in read_rows if stems_of(f"{r.title} {r.content}") & wanted]
-    candidates = [c for row in [*rows, *read_rows] for c in row_candidates(row, q.wanted)]
+    candidates = [c for row in rows for c in row_candidates(row, q.wanted)]
     scored = score_candidates(candidates, file_rank, q, embed)
     spans, pool = choose_passages(lead_first(scored, file_rank), q, file_rank)
     best_items = _best_per_file(scored)
@@ -481,7 +466,7 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
         conflicts=find_conflicts(pool, rows, terms),
         language=detect_language(own),
         terms=terms,
-        expanded=[row.id for row in [*source_rows, *read_rows] if row.id in used or any(  # a quote may run across rows
+        expanded=[row.id for row in source_rows if row.id in used or any(  # a quote may run across rows
             s.path == row.path and s.layer == row.layer and row.span_start <= s.end_line
             and s.start_line <= row.span_end for s in spans)],
     )

@@ -7,14 +7,7 @@ from typing import Any
 import pytest
 
 from nodes.context_analysis import analyze
-from nodes.context_analysis.card_sources import (
-    FILE_LANE,
-    MAX_SOURCES_PER_CARD,
-    SOURCE_LANE,
-    card_sources,
-    cards,
-    file_rows,
-)
+from nodes.context_analysis.card_sources import MAX_SOURCES_PER_CARD, SOURCE_LANE, card_sources, cards
 from nodes.evidence import EvidenceRow
 from nodes.terms import key_terms
 
@@ -151,40 +144,3 @@ def test_a_module_card_is_replaced_only_by_the_module_docstring(head: str, quote
     lead = analyze(question, key_terms(question), [MODULE], True,
                    sources=lambda chosen: card_sources(rows, chosen)).spans[0]
     assert lead.row_id == quoted
-
-
-# -- the best docs file is read whole: the passage that answers may sit in a row retrieval did not return ---------
-DOC = "docs/ru/docs/tutorial/cors.md"
-INTRO = EvidenceRow(id="intro", path=DOC, layer="D0_DOC_CHUNKS", span_start=1, span_end=3, lanes={"semantic": 1},
-                    scores={"distance": 0.3},
-                    content="# CORS\n\nCORS — запросы фронтенда к бэкенду на другом источнике.")
-ARGS = ("## Аргументы\n\n* `max_age` - время кэширования CORS-ответов в секундах. По умолчанию `600`.\n"
-        "* `expose_headers` - заголовки ответа для браузера. По умолчанию `[]`.")
-ELSEWHERE = EvidenceRow(id="else", path="docs/ru/docs/advanced/middleware.md", layer="D0_DOC_CHUNKS", span_start=9,
-                        span_end=9, content="Промежуточные слои настраивают CORS и сжатие.", lanes={"lexical": 2})
-
-
-def test_file_rows_are_the_read_rows_not_in_the_evidence_in_file_order_standing_for_their_file() -> None:
-    found = file_rows([fetched("args", 60, 63, DOC, "D0_DOC_CHUNKS", ARGS),
-                       fetched("intro", 1, 3, DOC, "D0_DOC_CHUNKS"),
-                       fetched("code", 1, 9, DOC, "C0_SOURCE_CHUNKS"), fetched("b", 40, 41, DOC, "D0_DOC_CHUNKS"),
-                       fetched("other", 1, 2, "docs/other.md", "D0_DOC_CHUNKS")], [INTRO])
-    assert [r.id for r in found] == ["b", "args"]  # not in the evidence yet, docs only, of an evidence file
-    assert all(r.lanes == {"semantic": 1, FILE_LANE: 1} and r.scores == INTRO.scores for r in found)
-
-
-def test_the_passage_that_answers_is_found_in_a_row_of_the_best_file_that_retrieval_did_not_return() -> None:
-    question = "Какое значение по умолчанию у max_age?"
-    asked: list[list[str]] = []
-
-    def read(paths: Any) -> list[EvidenceRow]:
-        asked.append(list(paths))
-        return file_rows([fetched("args", 60, 63, DOC, "D0_DOC_CHUNKS", ARGS)], [INTRO, ELSEWHERE])
-
-    without = analyze(question, key_terms(question), [INTRO, ELSEWHERE], True)
-    assert not any("600" in s.text for s in without.spans)
-    analysis = analyze(question, key_terms(question), [INTRO, ELSEWHERE], True, read_files=read)
-    assert asked == [[DOC]]  # the best docs file only
-    lead = analysis.spans[0]
-    assert (lead.path, lead.row_id) == (DOC, "args") and "По умолчанию `600`" in lead.text
-    assert analysis.expanded == ["args"]  # joins the evidence the citations are checked against
