@@ -83,8 +83,32 @@ def _block(span: Span, limit: int | None = None) -> tuple[str, Citation]:
         return f"```{lang}\n{body}\n```\n[{cite}]", cite
     if "\n" not in text.strip():
         return f"> {_prose(text)} [{cite}]", cite
-    quoted = "\n".join(f"> {_ANCHOR.sub('', line.rstrip())}".rstrip() for line in lines)
+    quoted = "\n".join(f"> {_ANCHOR.sub('', line.rstrip())}".rstrip() for line in unindent_paragraphs(lines))
     return f"{quoted}\n[{cite}]", cite
+
+
+_LIST_ITEM = re.compile(r"^\s*(?:[*+-]|\d+[.)])\s")
+
+
+def unindent_paragraphs(lines: list[str]) -> list[str]:
+    """Prose lines with the indentation of an admonition body (`/// note` contents) removed where it starts a
+    paragraph: quoted as it is, a line indented by four spaces after a blank line reads as code. Lists and
+    fenced blocks keep theirs."""
+    out: list[str] = []
+    fenced = False
+    paragraph_start = True
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and paragraph_start and line[:1].isspace() and not _LIST_ITEM.match(line):
+            line = line.lstrip()
+        if not fenced and stripped and not stripped.startswith(("```", "~~~")):
+            paragraph_start = False
+        elif not stripped:
+            paragraph_start = True
+        out.append(line)
+    return out
 
 
 def _where(span: Span, words: dict[str, str]) -> str:

@@ -22,6 +22,7 @@ from nodes.answer_composition import (
     compose_with_llm,
     verify_citations,
 )
+from nodes.answer_composition.extractive import unindent_paragraphs
 from nodes.context_analysis import Analysis, Span, analyze
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult
@@ -323,3 +324,21 @@ def test_supporting_passages_stop_at_the_answer_budget() -> None:
     assert quoted == ["docs/p0.md", "docs/p1.md"]  # 800 + what is left of ANSWER_CHARS; no room for a third
     first_support = answer.text.split("Дополняют:")[1]
     assert len(first_support) < ANSWER_CHARS - 800 + 200
+
+
+@pytest.mark.parametrize(
+    ("lines", "quoted"),
+    [
+        # an admonition body after a blank line: quoted as it is it would read as code
+        (["* `allow_credentials` - куки.", "", "    Ни один из параметров не может быть `['*']`.", "    Дальше."],
+         ["* `allow_credentials` - куки.", "", "Ни один из параметров не может быть `['*']`.", "    Дальше."]),
+        (["    Первая строка абзаца."], ["Первая строка абзаца."]),
+        # nested list items and fenced code keep their indentation
+        (["* a", "    * b"], ["* a", "    * b"]),
+        (["", "    1. шаг"], ["", "    1. шаг"]),
+        (["```python", "    return x", "```"], ["```python", "    return x", "```"]),
+    ],
+    ids=["admonition-body", "first-line", "nested-item", "numbered-item", "fenced-code"],
+)
+def test_a_quoted_paragraph_is_not_indented_into_a_code_block(lines: list[str], quoted: list[str]) -> None:
+    assert unindent_paragraphs(lines) == quoted
