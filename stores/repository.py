@@ -35,6 +35,12 @@ class RagRepository:
         self.statement_budget_ms = statement_budget_ms
         self.lexical_rank_cap: int | None = None
         """Lexical matches ranked per set in `retrieve` (None → all); `GraphDeps` sets it for large sessions."""
+        self.scope_after_match = False
+        """Lexical match sets from the GIN index alone, scope checked after (`RetrievalStatementBuilder`);
+        `GraphDeps` sets it for a session that holds most of its table."""
+
+    def _builder(self, session: RagSession) -> RetrievalStatementBuilder:
+        return RetrievalStatementBuilder(session.table, scope_after_match=self.scope_after_match)
 
     def _fetch(self, stmt, params: dict[str, Any], *, vector: bool = False) -> list[dict[str, Any]]:
         try:
@@ -69,7 +75,7 @@ class RagRepository:
         """Seed 001 `retrieve`: rows with `prefer_bonus`, `test_penalty`, `layer_rank`, `lexical_rank`,
         `structural_rank`, `distance` (and `lexical_score`), in the seed's order; `exact` scans the
         session's vectors exactly instead of searching the shared HNSW index."""
-        stmt, params = RetrievalStatementBuilder(session.table).build_retrieve(
+        stmt, params = self._builder(session).build_retrieve(
             session.rag_session_id, query_embedding, query_text, filters or RetrieveFilters(),
             limit=limit, candidates=candidates, stop_lexemes=stop_lexemes, exact=exact,
             rank_cap=self.lexical_rank_cap,
@@ -105,7 +111,7 @@ class RagRepository:
                               names: Sequence[str] = (), stop_lexemes: Sequence[str] = ()
                               ) -> list[dict[str, Any]]:
         """Lexical code rows (seed 001: C0 by default); no SQL when the query has no terms."""
-        built = RetrievalStatementBuilder(session.table).build_lexical_code(
+        built = self._builder(session).build_lexical_code(
             session.rag_session_id, query_text, limit, layers, names, stop_lexemes)
         return self._fetch(*built) if built else []
 
@@ -162,6 +168,17 @@ class RagRepository:
             "(SELECT active_generation FROM rag_sessions WHERE rag_session_id = %(sid)s)",
             {"sid": session.rag_session_id, "layers": list(layers)},
         )
+
+    def table_share(self, session: RagSession) -> float:
+        """The session's share of its chunk table's rows by the planner's statistics (`pg_stats`, most common
+        values of `rag_session_id`); 0 for a session that is not among them or a table not analysed yet."""
+        rows = self._fetch(
+            "SELECT m.f AS share FROM pg_stats s, unnest(s.most_common_vals::text::text[], s.most_common_freqs) "
+            "AS m(v, f) WHERE s.schemaname = current_schema() AND s.tablename = %(t)s "
+            "AND s.attname = 'rag_session_id' AND m.v = %(sid)s",
+            {"t": session.table, "sid": session.rag_session_id},
+        )
+        return float(rows[0]["share"]) if rows else 0.0
 
     def embedded_rows(self, session: RagSession) -> int:
         """How many rows of the session's active generation carry a vector."""
