@@ -169,16 +169,21 @@ class RagRepository:
             {"sid": session.rag_session_id, "layers": list(layers)},
         )
 
-    def table_share(self, session: RagSession) -> float:
-        """The session's share of its chunk table's rows by the planner's statistics (`pg_stats`, most common
-        values of `rag_session_id`); 0 for a session that is not among them or a table not analysed yet."""
+    def estimated_rows(self, session: RagSession) -> tuple[int, int]:
+        """(the session's rows, its chunk table's rows) by the planner's statistics: the table's `reltuples`
+        and the session's share of them among the most common values of `rag_session_id` (`pg_stats`);
+        (0, 0) for a table not analysed yet, (0, n) for a session that is not among them."""
         rows = self._fetch(
-            "SELECT m.f AS share FROM pg_stats s, unnest(s.most_common_vals::text::text[], s.most_common_freqs) "
-            "AS m(v, f) WHERE s.schemaname = current_schema() AND s.tablename = %(t)s "
-            "AND s.attname = 'rag_session_id' AND m.v = %(sid)s",
-            {"t": session.table, "sid": session.rag_session_id},
+            "SELECT greatest(t.reltuples, 0)::bigint AS total, coalesce((SELECT m.f FROM pg_stats s, "
+            "unnest(s.most_common_vals::text::text[], s.most_common_freqs) AS m(v, f) "
+            "WHERE s.schemaname = current_schema() AND s.tablename = %(t)s AND s.attname = 'rag_session_id' "
+            "AND m.v = %(sid)s), 0) AS share FROM pg_class t WHERE t.oid = to_regclass(%(qt)s)",
+            {"t": session.table, "qt": f'"{session.table}"', "sid": session.rag_session_id},
         )
-        return float(rows[0]["share"]) if rows else 0.0
+        if not rows:
+            return 0, 0
+        total = int(rows[0]["total"])
+        return round(total * float(rows[0]["share"])), total
 
     def embedded_rows(self, session: RagSession) -> int:
         """How many rows of the session's active generation carry a vector."""
