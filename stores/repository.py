@@ -35,6 +35,12 @@ class RagRepository:
         self.statement_budget_ms = statement_budget_ms
         self.lexical_rank_cap: int | None = None
         """Lexical matches ranked per set in `retrieve` (None → all); `GraphDeps` sets it for large sessions."""
+        self.scope_after_match = False
+        """Lexical match sets from the GIN index alone, scope checked after (`RetrievalStatementBuilder`);
+        `GraphDeps` sets it for a session that holds most of its table."""
+
+    def _builder(self, session: RagSession) -> RetrievalStatementBuilder:
+        return RetrievalStatementBuilder(session.table, scope_after_match=self.scope_after_match)
 
     def _fetch(self, stmt, params: dict[str, Any], *, vector: bool = False) -> list[dict[str, Any]]:
         try:
@@ -69,7 +75,7 @@ class RagRepository:
         """Seed 001 `retrieve`: rows with `prefer_bonus`, `test_penalty`, `layer_rank`, `lexical_rank`,
         `structural_rank`, `distance` (and `lexical_score`), in the seed's order; `exact` scans the
         session's vectors exactly instead of searching the shared HNSW index."""
-        stmt, params = RetrievalStatementBuilder(session.table).build_retrieve(
+        stmt, params = self._builder(session).build_retrieve(
             session.rag_session_id, query_embedding, query_text, filters or RetrieveFilters(),
             limit=limit, candidates=candidates, stop_lexemes=stop_lexemes, exact=exact,
             rank_cap=self.lexical_rank_cap,
@@ -105,7 +111,7 @@ class RagRepository:
                               names: Sequence[str] = (), stop_lexemes: Sequence[str] = ()
                               ) -> list[dict[str, Any]]:
         """Lexical code rows (seed 001: C0 by default); no SQL when the query has no terms."""
-        built = RetrievalStatementBuilder(session.table).build_lexical_code(
+        built = self._builder(session).build_lexical_code(
             session.rag_session_id, query_text, limit, layers, names, stop_lexemes)
         return self._fetch(*built) if built else []
 
@@ -162,6 +168,22 @@ class RagRepository:
             "(SELECT active_generation FROM rag_sessions WHERE rag_session_id = %(sid)s)",
             {"sid": session.rag_session_id, "layers": list(layers)},
         )
+
+    def estimated_rows(self, session: RagSession) -> tuple[int, int]:
+        """(the session's rows, its chunk table's rows) by the planner's statistics: the table's `reltuples`
+        and the session's share of them among the most common values of `rag_session_id` (`pg_stats`);
+        (0, 0) for a table not analysed yet, (0, n) for a session that is not among them."""
+        rows = self._fetch(
+            "SELECT greatest(t.reltuples, 0)::bigint AS total, coalesce((SELECT m.f FROM pg_stats s, "
+            "unnest(s.most_common_vals::text::text[], s.most_common_freqs) AS m(v, f) "
+            "WHERE s.schemaname = current_schema() AND s.tablename = %(t)s AND s.attname = 'rag_session_id' "
+            "AND m.v = %(sid)s), 0) AS share FROM pg_class t WHERE t.oid = to_regclass(%(qt)s)",
+            {"t": session.table, "qt": f'"{session.table}"', "sid": session.rag_session_id},
+        )
+        if not rows:
+            return 0, 0
+        total = int(rows[0]["total"])
+        return round(total * float(rows[0]["share"])), total
 
     def embedded_rows(self, session: RagSession) -> int:
         """How many rows of the session's active generation carry a vector."""

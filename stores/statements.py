@@ -131,8 +131,14 @@ def _user_like_patterns(patterns: Sequence[str]) -> list[str]:
 class RetrievalStatementBuilder:
     """Builds the parameterized statements of `RagRepository` for one chunk table."""
 
-    def __init__(self, table: str) -> None:
+    def __init__(self, table: str, *, scope_after_match: bool = False) -> None:
+        """
+        Args:
+            scope_after_match: lexical match sets come from the GIN index alone and the session's scope is
+                checked on the matched rows (`_matches`); for a session that holds most of its table.
+        """
         self.table = sql.Identifier(table)
+        self.scope_after_match = scope_after_match
 
     def scope(self, where: _Where, session_id: str, alias: str = "c") -> None:
         where.add(
@@ -198,8 +204,8 @@ class RetrievalStatementBuilder:
             pairs_match = "c.tsv @@ " + TSQ_PAIRS
             or_match = "c.tsv @@ " + TSQ + " AND (SELECT count(*) FROM lex_pairs) < %(cand)s"
             lexical_ctes = sql.SQL(
-                "lex_pairs AS (" + _ranked_matches(pairs_match, rank_cap) + ")"
-                ", lex_or AS (" + _ranked_matches(or_match, rank_cap) + "), "
+                "lex_pairs AS (" + _ranked_matches(pairs_match, rank_cap, self.scope_after_match) + ")"
+                ", lex_or AS (" + _ranked_matches(or_match, rank_cap, self.scope_after_match) + "), "
             ).format(t=self.table, w=where.sql())
             params["rank_cap"] = rank_cap
             parts.append(sql.SQL("(SELECT id FROM lex_pairs)"))
@@ -303,13 +309,15 @@ LIMIT %(limit)s""").format(
         # expects many matches, walks the primary key in id order and filters every row of the table until
         # it has `cap` of them — 105k rows and 560 ms when few code rows match (measured at 100k rows).
         # The pairs' match set is computed once (a CTE) and also decides whether the OR set is needed.
+        pairs_match = _matches("c.id", "c.tsv @@ " + TSQ_PAIRS, self.scope_after_match)
+        or_match = _matches("c.id", "c.tsv @@ " + TSQ + " AND (SELECT count(*) FROM pairs) < %(cap)s",
+                            self.scope_after_match)
         pairs = sql.SQL(
-            "pairs AS MATERIALIZED (SELECT id FROM (SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ_PAIRS
-            + " OFFSET 0) m ORDER BY id LIMIT %(cap)s)").format(t=self.table, w=where.sql())
+            "pairs AS MATERIALIZED (SELECT id FROM (" + pairs_match + " OFFSET 0) m ORDER BY id LIMIT %(cap)s)"
+        ).format(t=self.table, w=where.sql())
         cand = sql.SQL(
             "SELECT id FROM pairs "
-            "UNION (SELECT id FROM (SELECT c.id FROM {t} c WHERE {w} AND c.tsv @@ " + TSQ + " "
-            "AND (SELECT count(*) FROM pairs) < %(cap)s OFFSET 0) m ORDER BY id LIMIT %(cap)s) "
+            "UNION (SELECT id FROM (" + or_match + " OFFSET 0) m ORDER BY id LIMIT %(cap)s) "
             "UNION SELECT c.id FROM {t} c WHERE {w} AND lower(c.metadata_json->>'name') = ANY(%(names)s)"
         ).format(t=self.table, w=where.sql())
         # The order leads with (name match, layer): rows of a group after the one that holds the `limit`-th
@@ -343,7 +351,22 @@ LIMIT %(limit)s""").format(
         return stmt, {**where.params, "limit": limit}
 
 
-def _ranked_matches(match: str, cap: int | None) -> str:
+def _matches(columns: str, match: str, scope_after_match: bool) -> str:
+    """`SELECT columns` of the rows under `{w}` (alias `c`) that satisfy `match`.
+
+    With `scope_after_match` the rows come from the GIN index alone (`OFFSET 0` fences the match off) and
+    the scope is checked on them. Left to itself, the planner ANDs the GIN bitmap with a bitmap of the
+    session's rows from `(rag_session_id, generation, layer)`: worth it for a session that is a small part
+    of its table, but for one that is most of it the second bitmap holds nearly every row of the table and
+    removes almost no heap page. At 1M rows (93% of the table) building it took 25-85 ms per match set,
+    most of the lexical statements' time (one set: 97-155 ms with it, 23-32 ms without).
+    """
+    if scope_after_match:
+        return "SELECT " + columns + " FROM (SELECT * FROM {t} c WHERE " + match + " OFFSET 0) c WHERE {w}"
+    return "SELECT " + columns + " FROM {t} c WHERE {w} AND " + match
+
+
+def _ranked_matches(match: str, cap: int | None, scope_after_match: bool = False) -> str:
     """Ids of the rows matching `match` (under `{w}`), the best `%(cand)s` by `ts_rank_cd`; with a cap, only
     the first `cap` matches by id are ranked (`OFFSET 0` keeps the planner from walking the primary key).
 
@@ -351,9 +374,10 @@ def _ranked_matches(match: str, cap: int | None) -> str:
     primary key (1,000 index look-ups per set: 19.1 → 17.5 ms of the ranked SQL per request at 100k rows)."""
     rank = "ORDER BY ts_rank_cd(c.tsv, " + TSQ + ", 1) DESC, c.path, c.span_start, c.layer, c.id LIMIT %(cand)s"
     if cap is None:
-        return "SELECT c.id FROM {t} c WHERE {w} AND " + match + " " + rank
-    return ("SELECT c.id FROM (SELECT * FROM (SELECT c.id, c.tsv, c.path, c.span_start, c.layer FROM {t} c "
-            "WHERE {w} AND " + match + " OFFSET 0) m ORDER BY id LIMIT %(rank_cap)s) c " + rank)
+        return _matches("c.id", match, scope_after_match) + " " + rank
+    return ("SELECT c.id FROM (SELECT * FROM (" + _matches("c.id, c.tsv, c.path, c.span_start, c.layer", match,
+                                                              scope_after_match)
+            + " OFFSET 0) m ORDER BY id LIMIT %(rank_cap)s) c " + rank)
 
 
 def _vector_literal(vector: Sequence[float]) -> str:
