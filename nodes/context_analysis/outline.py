@@ -136,8 +136,9 @@ def outline_first(path: str, rows: Sequence[EvidenceRow], spans: list[Span], poo
 
 def _module_summary(path: str, rows: Sequence[EvidenceRow], mine: list[Span], sources: Sequence[EvidenceRow]
                     ) -> list[Span]:
-    """The module's card, then its opening when that lies inside the card's span (which the evidence holds);
-    empty without a module card. A passage of the module that already quotes it (its docstring) leads."""
+    """The module's card, then its opening when the rows read start at its top and the opening lies inside
+    the card's span (which the evidence holds); empty without a module card. A passage of the module that
+    already quotes it (its docstring) leads."""
     module = next((r for r in rows if r.path == path and is_module_card(r)), None)
     if module is None:
         return []
@@ -145,5 +146,6 @@ def _module_summary(path: str, rows: Sequence[EvidenceRow], mine: list[Span], so
         return mine[:1]  # the card was already replaced by the module docstring
     opening = module_opening([r for r in [*rows, *sources] if r.path == path and r.layer in LINE_ALIGNED
                               and r.layer.startswith("C")])
-    inside = opening is not None and module.span_start <= opening.start_line and opening.end_line <= module.span_end
-    return [lead_span(module), *([opening] if inside and opening is not None else [])]
+    at_top = opening is not None and module.span_start <= opening.start_line <= module.span_start + MAX_GAP \
+        and opening.end_line <= module.span_end  # the rows read may all lie further down the module
+    return [lead_span(module), *([opening] if at_top and opening is not None else [])]

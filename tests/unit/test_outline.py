@@ -124,3 +124,9 @@ def test_what_is_in_a_module_leads_with_its_card_not_with_one_of_its_definitions
     analysis = analyze(question, key_terms(question), [method, OTHER, IMPORTS, MODULE_CARD], True)
     assert [s.row_id for s in analysis.spans][:1] == ["mod"]
     assert all(s.path == UTILS and s.row_id != "repr" for s in analysis.spans)
+
+
+def test_rows_from_further_down_a_module_are_not_shown_as_its_opening() -> None:
+    question = "What does click/_utils.py contain?"
+    analysis = analyze(question, key_terms(question), [MODULE_CARD, OTHER, SENTINEL], True)
+    assert [s.row_id for s in analysis.spans] == ["mod"]
