@@ -156,6 +156,12 @@ def _only(q: Question, name: str) -> Question:
     return Question(text=q.text, stems=q.stems, idf=q.idf, identifiers=frozenset({name}))
 
 
+def _is_definition(c: Candidate) -> bool:
+    """A definition's source (a function, class or method), not module-level code between definitions: a list
+    of constants (`QUESTIONS = (...)`) has no name that singles it out."""
+    return c.kind == "source" and (c.row.metadata or {}).get("kind") != "module_code"
+
+
 def lead_first(scored: Sequence[Scored], file_rank: dict[str, int]) -> list[Scored]:
     """`scored` with the lead moved to the front: the best passage once its file's retrieval rank is
     weighed in again (LEAD_RANK_DECAY), so a passage from a lower-ranked file leads only by a clear margin."""
@@ -166,7 +172,7 @@ def lead_first(scored: Sequence[Scored], file_rank: dict[str, int]) -> list[Scor
         rank = file_rank.get(scored[i].candidate.row.path, len(file_rank) + 1)
         # A definition is scored by its name and its use of the asked-about names, which single out the
         # defining code better than its rank does: prose about a name outranks the code that defines it.
-        decay = 0.0 if scored[i].candidate.kind == "source" else LEAD_RANK_DECAY
+        decay = 0.0 if _is_definition(scored[i].candidate) else LEAD_RANK_DECAY
         return scored[i].score / (1.0 + decay * (rank - 1)), -i
 
     best = max(range(len(scored)), key=lead_score)

@@ -487,3 +487,16 @@ def test_a_code_files_reason_is_the_line_that_defines_the_asked_name() -> None:
     (file,) = run(question, [row]).files
     assert file.reason.endswith("class HTTPException(StarletteHTTPException):")
     assert (file.start_line, file.end_line) == (17, 17)
+
+
+@pytest.mark.parametrize(("kind", "leads"), [("module_code", "policy.py"), ("function", "texts.py")])
+def test_only_a_definition_keeps_its_own_score_for_the_lead(kind: str, leads: str) -> None:
+    """A list of constants between definitions has no name that singles it out: it is reweighed by its file's
+    rank like prose (the demo question led with a list of Russian bench questions ranked ninth)."""
+    row = ev("q", "evals/bench/texts.py", "QUESTIONS = (...)", 91, layer="C0_SOURCE_CHUNKS", metadata={"kind": kind})
+    code = Scored(candidate=Candidate(row=row, kind="source", text=row.content, start_line=91, end_line=91),
+                  score=0.28, terms=[], lexical=0.28)
+    card = scored("nodes/retrieval_policy/policy.py", 0.2, kind="C1_SYMBOL_CATALOG")
+    ranks = {"nodes/retrieval_policy/policy.py": 3, "evals/bench/texts.py": 9}
+    # module code: 0.28 / (1 + 0.5 × 8) = 0.056 < 0.2 / (1 + 0.5 × 2) = 0.1; a function keeps 0.28
+    assert lead_first([code, card], ranks)[0].candidate.row.path.endswith(leads)
