@@ -159,7 +159,8 @@ def _only(q: Question, name: str) -> Question:
 def _is_definition(c: Candidate) -> bool:
     """A definition's source (a function, class or method), not module-level code between definitions: a list
     of constants (`QUESTIONS = (...)`) has no name that singles it out."""
-    return c.kind == "source" and (c.row.metadata or {}).get("kind") != "module_code"
+    head = next((line for line in c.text.split("\n") if line.strip() and not line.lstrip().startswith("@")), "")
+    return c.kind == "source" and _DEFINITION.match(head) is not None
 
 
 def lead_first(scored: Sequence[Scored], file_rank: dict[str, int]) -> list[Scored]:

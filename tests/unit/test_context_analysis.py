@@ -489,11 +489,14 @@ def test_a_code_files_reason_is_the_line_that_defines_the_asked_name() -> None:
     assert (file.start_line, file.end_line) == (17, 17)
 
 
-@pytest.mark.parametrize(("kind", "leads"), [("module_code", "policy.py"), ("function", "texts.py")])
-def test_only_a_definition_keeps_its_own_score_for_the_lead(kind: str, leads: str) -> None:
+@pytest.mark.parametrize(("text", "leads"), [("QUESTIONS = (...)", "policy.py"),
+                                            ("@cache\ndef questions() -> tuple:", "texts.py"),
+                                            ("async def handler(request):", "texts.py")])
+def test_only_a_definition_keeps_its_own_score_for_the_lead(text: str, leads: str) -> None:
     """A list of constants between definitions has no name that singles it out: it is reweighed by its file's
-    rank like prose (the demo question led with a list of Russian bench questions ranked ninth)."""
-    row = ev("q", "evals/bench/texts.py", "QUESTIONS = (...)", 91, layer="C0_SOURCE_CHUNKS", metadata={"kind": kind})
+    rank like prose (the demo question led with a list of Russian bench questions ranked ninth). A function cut
+    from a chunk of module code is still a definition."""
+    row = ev("q", "evals/bench/texts.py", text, 91, layer="C0_SOURCE_CHUNKS", metadata={"kind": "module_code"})
     code = Scored(candidate=Candidate(row=row, kind="source", text=row.content, start_line=91, end_line=91),
                   score=0.28, terms=[], lexical=0.28)
     card = scored("nodes/retrieval_policy/policy.py", 0.2, kind="C1_SYMBOL_CATALOG")
