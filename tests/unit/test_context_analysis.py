@@ -375,8 +375,9 @@ def test_rows_appended_for_a_ranked_file_weigh_as_that_file() -> None:
 
 # -- the lead weighs retrieval rank; supports stay near the top; a file's reason is its best sentence ------
 def scored(path: str, score: float, kind: str = "prose") -> Scored:
-    row = ev(path, path, "text", 1)
-    return Scored(candidate=Candidate(row=row, kind=kind, text="text", start_line=1, end_line=1), score=score,
+    text = "def f(x):" if kind == "source" else "text"  # a definition's source opens with its signature
+    row = ev(path, path, text, 1)
+    return Scored(candidate=Candidate(row=row, kind=kind, text=text, start_line=1, end_line=1), score=score,
                   terms=[], lexical=score)
 
 
