@@ -10,6 +10,7 @@ from nodes.context_analysis.conflicts import find_conflicts
 from nodes.context_analysis.models import Analysis, FileEvidence, Span
 from nodes.context_analysis.outline import asks_for_summary, named_file, outline_first
 from nodes.context_analysis.passages import (
+    DEFINITION,
     MAX_PASSAGE_CHARS,
     MAX_PASSAGE_LINES,
     Candidate,
@@ -29,7 +30,7 @@ from nodes.context_analysis.scoring import (
     soft_terms,
     term_share,
 )
-from nodes.context_analysis.spans import lead_span, row_text
+from nodes.context_analysis.spans import cut_words, lead_span, row_text
 from nodes.context_analysis.text import detect_language, idf_weights, stems_of, strip_markup, term_stems
 from nodes.conversation_understanding import is_generic_term
 from nodes.evidence import EvidenceRow
@@ -74,7 +75,7 @@ def _route_terms(route: RouteResult | None) -> list[str]:
 def one_line(text: str) -> str:
     """`text` on one line without leading markdown markers, cut to REASON_CHARS."""
     line = strip_markup(" ".join(text.split()))
-    return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 1].rsplit(" ", 1)[0] + "…"
+    return cut_words(line, REASON_CHARS)
 
 
 def _grow(scored: Scored, q: Question, lead: bool) -> Span:
@@ -160,7 +161,7 @@ def _is_definition(c: Candidate) -> bool:
     """A definition's source (a function, class or method), not module-level code between definitions: a list
     of constants (`QUESTIONS = (...)`) has no name that singles it out."""
     head = next((line for line in c.text.split("\n") if line.strip() and not line.lstrip().startswith("@")), "")
-    return c.kind == "source" and _DEFINITION.match(head) is not None
+    return c.kind == "source" and DEFINITION.match(head) is not None
 
 
 def lead_first(scored: Sequence[Scored], file_rank: dict[str, int]) -> list[Scored]:
@@ -239,12 +240,9 @@ def _best_line(span: Span, q: Question) -> tuple[str, int]:
     return lines[best], span.start_line + best
 
 
-_DEFINITION = re.compile(r"^\s*(?:async\s+def|def|class)\s+(\w+)")
-
-
 def _defines(line: str, q: Question) -> bool:
     """`line` opens the definition of a name the question asks about."""
-    m = _DEFINITION.match(line)
+    m = DEFINITION.match(line)
     return m is not None and fold_identifier(m.group(1)) in q.identifiers
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from nodes.context_analysis.card_sources import is_module_card
+from nodes.context_analysis.card_sources import SOURCE_LAYER, is_module_card
 from nodes.context_analysis.models import Span
 from nodes.context_analysis.scoring import FUNCTION_WORDS
-from nodes.context_analysis.spans import LINE_ALIGNED, Line, aligned_lines, lead_span
+from nodes.context_analysis.spans import LINE_ALIGNED, Line, aligned_lines, cut_words, lead_span
 from nodes.context_analysis.text import stems_of
 from nodes.conversation_understanding import is_generic_term
 from nodes.evidence import EvidenceRow
@@ -65,20 +65,17 @@ def asks_for_summary(question: str, terms: Sequence[str], path: str) -> bool:
     return bool(terms) and all(covered(t) for t in terms)
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
-
-
 def outline_text(card: EvidenceRow) -> str:
     """A document card as an outline: its summary, then its sections and entities lines."""
     found: dict[str, str] = {}
+    wanted = {label for label, _ in OUTLINE_LINES}
     for line in card.content.splitlines():
         label, sep, value = line.partition(":")
-        if sep and label.strip() in dict(OUTLINE_LINES) and value.strip():
+        if sep and label.strip() in wanted and value.strip():
             found.setdefault(label.strip(), " ".join(value.split()))
     summary = found.get("Summary") or " ".join(str(card.metadata.get("summary") or card.title).split())
-    lines = [_cut(summary, OUTLINE_LINES[0][1])]
-    lines += [f"{label}: {_cut(found[label], limit)}" for label, limit in OUTLINE_LINES[1:] if label in found]
+    lines = [cut_words(summary, OUTLINE_LINES[0][1])]
+    lines += [f"{label}: {cut_words(found[label], limit)}" for label, limit in OUTLINE_LINES[1:] if label in found]
     return "\n".join(line for line in lines if line)
 
 
@@ -144,8 +141,8 @@ def _module_summary(path: str, rows: Sequence[EvidenceRow], mine: list[Span], so
         return []
     if mine and mine[0].row_id != module.id and mine[0].layer in LINE_ALIGNED and mine[0].start_line == 1:
         return mine[:1]  # the card was already replaced by the module docstring
-    opening = module_opening([r for r in [*rows, *sources] if r.path == path and r.layer in LINE_ALIGNED
-                              and r.layer.startswith("C")])
-    at_top = opening is not None and module.span_start <= opening.start_line <= module.span_start + MAX_GAP \
-        and opening.end_line <= module.span_end  # the rows read may all lie further down the module
-    return [lead_span(module), *([opening] if at_top and opening is not None else [])]
+    opening = module_opening([r for r in [*rows, *sources] if r.path == path and r.layer == SOURCE_LAYER])
+    if opening is None or not (module.span_start <= opening.start_line <= module.span_start + MAX_GAP
+                               and opening.end_line <= module.span_end):  # rows read may lie further down
+        return [lead_span(module)]
+    return [lead_span(module), opening]

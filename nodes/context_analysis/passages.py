@@ -32,7 +32,8 @@ _NOISE = re.compile(r"^\s*(?:/{3}.*|\{\*.*\*\}|<[^>]+>|!\[[^\]]*\]\([^)]*\)|-{3,
 """Admonition markers (`/// tip`), `{* include *}` lines, bare HTML tags, images, rules, table rules."""
 _LITERAL_LINE = re.compile(r"[\"'][^\"'\n]{3,}[\"']")
 """A line with a string literal: messages, formats and defaults, the values a question about code asks for."""
-_DEF = re.compile(r"^\s*(?:async\s+def|def|class)\s+(\w+)")
+DEFINITION = re.compile(r"^\s*(?:async\s+def|def|class)\s+(\w+)")
+"""A line that opens a function, method or class definition; group 1 is its name."""
 _DOCSTRING_OPEN = re.compile(r"^\s*[rRuUbB]?(\"\"\"|''')")
 _ANCHOR = re.compile(r"\s*\{\s*#[^}]*\}\s*$")
 
@@ -192,7 +193,7 @@ def _units(lines: list[Line], lo: int, hi: int) -> list[tuple[int, int]]:
         return []
     base = min(_indent(lines[k].text) for k in body)
     starts = [k for k in body if _indent(lines[k].text) == base and (
-        _DEF.match(lines[k].text) or lines[k].text.lstrip().startswith("@"))]
+        DEFINITION.match(lines[k].text) or lines[k].text.lstrip().startswith("@"))]
     # A decorator starts its definition; the def line right under it does not start another one.
     starts = [k for n, k in enumerate(starts) if not (n and lines[starts[n - 1]].text.lstrip().startswith("@")
                                                       and k == _next_code(lines, starts[n - 1], hi))]
@@ -231,7 +232,7 @@ def _header(lines: list[Line], lo: int, hi: int) -> list[int]:
         k += 1
     while k <= hi and lines[k].text.lstrip().startswith("@"):
         k += 1
-    if k > hi or not _DEF.match(lines[k].text):
+    if k > hi or not DEFINITION.match(lines[k].text):
         return out
     while k <= hi and len(out) < 10:
         out.append(k)
@@ -278,7 +279,7 @@ def code_candidates(row: EvidenceRow, wanted: set[str]) -> list[Candidate]:
     def visit(lo: int, hi: int, depth: int) -> None:
         for a, b in _units(lines, lo, hi):
             header = _header(lines, a, b)
-            name = next((m.group(1) for k in header if (m := _DEF.match(lines[k].text))), "")
+            name = next((m.group(1) for k in header if (m := DEFINITION.match(lines[k].text))), "")
             size = b - a + 1
             if size <= MAX_CODE_LINES or not header:
                 picked = list(range(a, min(b, a + MAX_CODE_LINES - 1) + 1))

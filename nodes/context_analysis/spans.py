@@ -73,7 +73,7 @@ def quotable_text(row: EvidenceRow) -> str:
         summary = str(row.metadata.get("summary") or "").strip()
         unlabelled = " ".join(line for line in row.content.splitlines() if not _CARD_LABEL.match(line))
         text = " ".join((summary or unlabelled or row.title).split())
-        return text if len(text) <= MAX_SPAN_CHARS else text[: MAX_SPAN_CHARS - 1].rsplit(" ", 1)[0] + "…"
+        return cut_words(text, MAX_SPAN_CHARS)
     return row_text(row)
 
 
@@ -86,10 +86,14 @@ def section_of(row: EvidenceRow) -> str:
     return re.sub(r"\s*\{\s*#[^}]*\}\s*$", "", heading).strip()
 
 
+def cut_words(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters at a word boundary, marked with `…` when cut."""
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
 def row_text(row: EvidenceRow, limit: int = MAX_SPAN_CHARS) -> str:
     """A synthesized row's content on one line, trimmed."""
-    text = " ".join(row.content.split()) or row.title
-    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+    return cut_words(" ".join(row.content.split()) or row.title, limit)
 
 
 def lead_span(row: EvidenceRow) -> Span:
