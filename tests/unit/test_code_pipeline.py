@@ -271,6 +271,56 @@ def test_call_edges_are_capped_per_function() -> None:
     assert calls[0].metadata["dst"] == "helper_0" and calls[0].span_start == 2
 
 
+
+OWNERSHIP = """\
+@register(make_decorator())
+def outer(limit=default_limit()) -> annotate():
+    first()
+    handler = lambda: in_lambda()
+
+    def inner():
+        in_inner()
+
+    class Local:
+        in_class_body()
+
+        def method(self):
+            in_method()
+
+    for item in source():
+        if check(item):
+            last(wrap(item))
+    return handler
+
+
+top_level_call()
+"""
+
+
+@pytest.mark.parametrize(
+    ("function", "callees"),
+    [
+        # its body only, in source order: not its decorators, defaults or annotations, not nested scopes
+        ("outer", ["first", "source", "check", "last", "wrap"]),
+        ("outer.inner", ["in_inner"]),
+        ("outer.Local.method", ["in_method"]),
+    ],
+)
+def test_a_functions_calls_are_those_of_its_own_body(function: str, callees: list[str]) -> None:
+    result = index_python("m.py", OWNERSHIP)
+
+    edges = [r for r in rows(result, Layer.C2_DEPENDENCY_GRAPH)
+             if r.metadata["edge_type"] == "calls" and r.metadata["src"] == f"m.{function}"]
+    assert [edge.metadata["dst"] for edge in edges] == callees
+
+
+def test_calls_outside_functions_have_no_caller_edge() -> None:
+    result = index_python("m.py", OWNERSHIP)
+
+    callers = {r.metadata["src"] for r in rows(result, Layer.C2_DEPENDENCY_GRAPH)
+               if r.metadata["edge_type"] == "calls"}
+    assert callers == {"m.outer", "m.outer.inner", "m.outer.Local.method"}
+
 # --- C0 chunks ---------------------------------------------------------------------------------------------
 
 
@@ -387,3 +437,16 @@ def test_all_metadata_is_json_safe_and_output_deterministic(orders: CodeResult) 
     json.dumps([r.metadata for r in orders.records])
     assert index_python(PATH, SOURCE) == orders
     assert orders.warnings == []
+
+
+def test_a_signature_drops_annotated_metadata_without_changing_the_tree() -> None:
+    import ast
+
+    from stores.indexing.code.signatures import function_signature
+
+    source = 'def get(q: Annotated[str, Doc("long")] = "", *, n: list[Annotated[int, Gt(0)]]) -> Annotated[X, Y]: ...'
+    node = ast.parse(source).body[0]
+    assert isinstance(node, ast.FunctionDef)
+
+    assert function_signature(node) == 'def get(q: str=\'\', *, n: list[int]) -> X'
+    assert ast.unparse(node) == ast.unparse(ast.parse(source))  # the shared tree is not modified

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from stores.indexing.code.module import BUILTIN_NAMES, ModuleContext, dotted_name
@@ -89,7 +88,7 @@ def _call_edges(
     edges: list[DependencyEdge] = []
     seen: set[str] = set()
     class_qname = symbol.parent if symbol.kind == "method" else None
-    for call in _own_calls(node):
+    for call in _own_calls(context, node):
         written = dotted_name(call.func)
         if written is None or written in BUILTIN_NAMES:
             continue
@@ -112,18 +111,9 @@ def _call_edges(
     return edges
 
 
-def _own_calls(node: FunctionNode) -> Iterator[ast.Call]:
+def _own_calls(context: ModuleContext, node: FunctionNode) -> list[ast.Call]:
     """Calls in a function's body (decorators and nested defs excluded), in source order."""
-    stack: list[ast.AST] = list(reversed(node.body))
-    calls: list[ast.Call] = []
-    while stack:
-        current = stack.pop()
-        if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
-            continue
-        if isinstance(current, ast.Call):
-            calls.append(current)
-        stack.extend(reversed(list(ast.iter_child_nodes(current))))
-    yield from sorted(calls, key=lambda call: (call.lineno, call.col_offset))
+    return sorted(context.own_calls.get(id(node), ()), key=lambda call: (call.lineno, call.col_offset))
 
 
 def _methods_by_class(symbols: list[Symbol]) -> dict[str, set[str]]:

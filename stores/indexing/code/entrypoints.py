@@ -58,8 +58,8 @@ def find_entrypoints(context: ModuleContext, symbols: list[Symbol]) -> list[Entr
                 entries.append(
                     Entrypoint("cli", command, symbol.qname, cli, symbol.start, symbol.end, start, end)
                 )
-    for call in ast.walk(context.tree):
-        if isinstance(call, ast.Call) and (route := registration_route(call, prefixes)) is not None:
+    for call in context.calls:
+        if (route := registration_route(call, prefixes)) is not None:
             handler = context.resolve(route.handler_ref)[0] if route.handler_ref else None
             route.extra["declared_in"] = _enclosing(symbols, call.lineno) or context.module
             entries.append(_http_entry(route, call, handler, web, _lines(call)))
@@ -184,15 +184,14 @@ def _main_entries(context: ModuleContext) -> list[Entrypoint]:
             entries.append(
                 Entrypoint("main", f"python -m {package}", handler, "python", start, end, start, end)
             )
-        for call in ast.walk(node):
-            if (
-                isinstance(call, ast.Call)
-                and isinstance(call.func, ast.Attribute)
-                and call.func.attr == "add_parser"
-                and (command := literal(call.args[0] if call.args else None))
-            ):
-                start, end = _lines(call)
-                entries.append(Entrypoint("cli", command, None, "argparse", start, end, start, end))
+    for call in context.calls:
+        if (
+            isinstance(call.func, ast.Attribute)
+            and call.func.attr == "add_parser"
+            and (command := literal(call.args[0] if call.args else None))
+        ):
+            start, end = _lines(call)
+            entries.append(Entrypoint("cli", command, None, "argparse", start, end, start, end))
     return entries
 
 

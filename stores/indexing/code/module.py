@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from collections import deque
 from dataclasses import dataclass, field
 
 BUILTIN_NAMES = frozenset(dir(builtins))
@@ -31,6 +32,10 @@ class ModuleContext:
     """Local name → fully qualified imported name."""
     top_level: dict[str, str] = field(default_factory=dict)
     """Top-level def/class name → its qname."""
+    calls: list[ast.Call] = field(default_factory=list)
+    """Every call of the module, in `ast.walk` order."""
+    own_calls: dict[int, list[ast.Call]] = field(default_factory=dict)
+    """`id(function node)` → the calls of its body outside nested defs, classes and lambdas, in walk order."""
 
     def resolve(self, dotted: str) -> tuple[str, str]:
         """Resolve a dotted reference used in this module to `(target, resolution)`.
@@ -74,7 +79,7 @@ def build_context(path: str, text: str, tree: ast.Module) -> ModuleContext:
         lines.pop()  # a final newline ends the last line, it does not start a new one
     context = ModuleContext(path=path, module=module_name(path), tree=tree, lines=lines)
     package = context.module if path.endswith("__init__.py") else context.module.rpartition(".")[0]
-    for node in ast.walk(tree):
+    for node in _scan(tree, context):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 local = alias.asname or alias.name.split(".")[0]
@@ -90,10 +95,52 @@ def build_context(path: str, text: str, tree: ast.Module) -> ModuleContext:
                 target = f"{base}.{alias.name}" if base else alias.name
                 context.imports.append(ImportRef(alias.asname or alias.name, target, node.lineno))
                 context.aliases.setdefault(alias.asname or alias.name, target)
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            context.top_level[node.name] = f"{context.module}.{node.name}"
+    for statement in tree.body:
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            context.top_level[statement.name] = f"{context.module}.{statement.name}"
     return context
+
+
+_FUNCTIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef})
+_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
+
+
+def _scan(tree: ast.Module, context: ModuleContext) -> list[ast.Import | ast.ImportFrom]:
+    """One breadth-first walk (the order of `ast.walk`) that fills `context.calls` and `context.own_calls`
+    and returns the import statements.
+
+    The layers used to walk the whole tree once each (imports, route registrations, argparse commands,
+    then every function's own calls): on the standard library those walks were most of the parse.
+    A node's owner is the function whose body holds it with no def, class or lambda in between (None
+    elsewhere: module level, class bodies, decorators, defaults and annotations)."""
+    imports: list[ast.Import | ast.ImportFrom] = []
+    calls, own = context.calls, context.own_calls
+    queue: deque[tuple[ast.AST, int | None]] = deque([(tree, None)])
+    pop, push, node_type = queue.popleft, queue.append, ast.AST
+    while queue:
+        node, owner = pop()
+        kind = type(node)
+        if kind is ast.Call:
+            calls.append(node)  # type: ignore[arg-type]
+            if owner is not None:
+                own.setdefault(owner, []).append(node)  # type: ignore[arg-type]
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            imports.append(node)  # type: ignore[arg-type]
+        body = None
+        if kind in _SCOPES:
+            owner = None
+            if kind in _FUNCTIONS:
+                body = node.body  # type: ignore[attr-defined]
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                child_owner = id(node) if value is body else owner
+                for item in value:
+                    if isinstance(item, node_type):
+                        push((item, child_owner))
+            elif isinstance(value, node_type):
+                push((value, owner))
+    return imports
 
 
 def dotted_name(node: ast.expr) -> str | None:
