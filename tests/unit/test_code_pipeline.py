@@ -271,7 +271,6 @@ def test_call_edges_are_capped_per_function() -> None:
     assert calls[0].metadata["dst"] == "helper_0" and calls[0].span_start == 2
 
 
-
 OWNERSHIP = """\
 @register(make_decorator())
 def outer(limit=default_limit()) -> annotate():
@@ -320,6 +319,7 @@ def test_calls_outside_functions_have_no_caller_edge() -> None:
     callers = {r.metadata["src"] for r in rows(result, Layer.C2_DEPENDENCY_GRAPH)
                if r.metadata["edge_type"] == "calls"}
     assert callers == {"m.outer", "m.outer.inner", "m.outer.Local.method"}
+
 
 # --- C0 chunks ---------------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Module-level facts of a Python file: its dotted name, import table and name resolution."""
+"""Module-level facts of a Python file: its dotted name, import table, name resolution and its calls."""
 
 from __future__ import annotations
 
