@@ -366,7 +366,7 @@ def _matches(columns: str, match: str, scope_after_match: bool) -> str:
     return "SELECT " + columns + " FROM {t} c WHERE {w} AND " + match
 
 
-def _ranked_matches(match: str, cap: int | None, scope_after_match: bool = False) -> str:
+def _ranked_matches(match: str, cap: int | None, scope_after_match: bool) -> str:
     """Ids of the rows matching `match` (under `{w}`), the best `%(cand)s` by `ts_rank_cd`; with a cap, only
     the first `cap` matches by id are ranked (`OFFSET 0` keeps the planner from walking the primary key).
 

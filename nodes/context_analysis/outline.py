@@ -97,8 +97,9 @@ def module_opening(rows: Sequence[EvidenceRow]) -> Span | None:
         if lines and row.span_start > lines[-1].number + 1:  # blank lines between top-level chunks
             lines.append(Line(row.span_start - 1, "...", True, "gap"))
         new = [line for line in aligned_lines(row) if not lines or line.number > lines[-1].number]
-        lines += new[: OPENING_LINES - shown]
-        shown += len(new[: OPENING_LINES - shown])
+        taken = new[: OPENING_LINES - shown]
+        lines += taken
+        shown += len(taken)
         if shown >= OPENING_LINES:
             break
     while lines and lines[-1].kind in ("blank", "gap"):
