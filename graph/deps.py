@@ -40,10 +40,13 @@ depend on other sessions' rows in the shared HNSW index (measured: on a database
 512-d vector on the shared 2 cores (24,675 stdlib vectors: p50 138 ms, against 9–22 ms through HNSW at
 recall 0.98–0.99), so 20k made the largest exact sessions several times slower than HNSW; at 10k it stays
 under ~50 ms. Every eval corpus (≤ ~2k vectors) is still exact. `make bench` (`scale`) reports both."""
-LEXICAL_RANK_CAP = 1000
+LEXICAL_RANK_CAP = 2000
 """Sessions above `EXACT_SCAN_MAX_ROWS` rank at most this many lexical matches per set (`build_retrieve`
-`rank_cap`): a common word matched 4,117 stdlib rows and ranking them took 85 ms. Small sessions (every
-eval corpus) still rank every match, so their results do not change."""
+`rank_cap`): a common word matched 4,117 stdlib rows and ranking them all by `ts_rank_cd` took 85 ms. The
+capped sets are picked from by the cheaper `ts_rank` (`PRE_RANK_CAPPED`), so 2,000 cost what 1,000 did before
+(ranked SQL of 20 questions at 100k rows: 250-281 ms, against 288-323 ms at 1,000 by `ts_rank_cd`) and twice
+as many matches compete. Small sessions (every eval corpus) still rank every match, so their results do not
+change."""
 SCOPE_AFTER_MATCH_ROWS = 250_000
 SCOPE_AFTER_MATCH_SHARE = 0.5
 """A session with at least this many rows that is at least this share of its chunk table takes its lexical
@@ -53,6 +56,20 @@ matches from the GIN index alone and checks its scope on them (`RetrievalStateme
 sessions' matches: a loss when those are few (1M-row session, 93% of the table: lexical SQL 107 -> 61 ms
 per request), about even at 100k rows and 56% (27.4 vs 28.3 ms), and what narrows a small session's
 matches when the table holds much else (statistics: `RagRepository.estimated_rows`)."""
+
+
+NAMES_AFTER_MATCH_SHARE = 0.5
+"""A session that is at least this share of its chunk table looks up the question's names (`absent_terms`)
+in the GIN index alone (`RagRepository.names_after_match`): a name present in the session is found on its
+first matched rows, one absent is checked against its matches in the other sessions, which are then at most
+as many again. Below it the session's own bitmap is the cheaper filter (a 5k-row session beside 100k rows:
+11-13 ms against 27-78 ms for three stdlib module names absent from it). At 100k rows, 60 % of the table:
+13-16 ms → 1.3-7 ms for five names (`absent_terms` is a lane of every request that names something)."""
+
+
+def names_after_match(session_rows: int, table_rows: int) -> bool:
+    """Whether the session's name look-ups should skip its scope bitmap (`NAMES_AFTER_MATCH_SHARE`)."""
+    return table_rows > 0 and session_rows >= NAMES_AFTER_MATCH_SHARE * table_rows
 
 
 def scope_after_match(session_rows: int, table_rows: int) -> bool:
@@ -179,7 +196,9 @@ class GraphDeps:
         exact = repository.embedded_rows(session) <= EXACT_SCAN_MAX_ROWS
         if not exact:  # a large session: rank at most this many lexical matches per set (small ones rank all)
             lanes_repository.lexical_rank_cap = LEXICAL_RANK_CAP
-        lanes_repository.scope_after_match = scope_after_match(*repository.estimated_rows(session))
+        estimated = repository.estimated_rows(session)
+        lanes_repository.scope_after_match = scope_after_match(*estimated)
+        lanes_repository.names_after_match = names_after_match(*estimated)
         adapter = RetrievalAdapter(lanes_repository, embedder, executor=self.lane_pool(), stop_lexemes=stop,
                                    layout=layout, symbols=symbols,
                                    exact_vectors=exact, present_layers=repository.present_layers(session))

@@ -961,7 +961,8 @@ def test_a_statement_past_the_lane_budget_is_cancelled_by_postgres(db) -> None:
 
 def test_a_lexical_rank_cap_keeps_sessions_apart_and_changes_nothing_above_the_match_count(pool: Pool) -> None:
     """Large sessions rank at most `lexical_rank_cap` lexical matches per set: still scoped to the session,
-    and identical to the uncapped ranking while the matches fit under the cap."""
+    and identical to the uncapped ranking while every match is a candidate (the capped set is picked from by
+    `ts_rank`, the uncapped one by `ts_rank_cd`)."""
     capped = RagRepository(pool.db)
     for i, own in enumerate(pool.sessions):
         plain = pool.repo.retrieve(own.session, query_embedding=None, query_text=own.token, limit=50)

@@ -109,3 +109,19 @@ def test_estimated_rows_come_from_the_planner_statistics(db: Database,
     assert total == twin_total > 0
     assert rows > 0 and twin_rows > 0 and rows + twin_rows <= total
     assert abs(rows - twin_rows) <= 0.05 * total  # the same files, the same number of rows
+
+
+def test_absent_names_are_the_same_with_the_scope_checked_after(
+        db: Database, sessions: tuple[RagSession, RagSession], tmp_path: Path) -> None:
+    """`absent_terms` with the GIN match fenced off (`names_after_match`) answers as the planner's own plan:
+    a word only another session holds is still absent from this one."""
+    session, _ = sessions
+    (tmp_path / "gateway.md").write_text("# Pelican gateway\n\nThe pelican gateway forwards http headers.\n",
+                                         encoding="utf-8")
+    words = ["header", "parse_header", "http-headers", "pelican", "zzqxabsent", "the"]
+    for other in indexed_session(db, tmp_path, "it-scope-other", FakeEmbeddings()):
+        plain, fenced = _repos(db, None)
+        fenced.names_after_match = True
+        for repo in (plain, fenced):
+            assert repo.absent_terms(session, words) == ["pelican", "zzqxabsent"]
+            assert repo.absent_terms(other, words) == ["parse_header", "zzqxabsent"]
