@@ -58,20 +58,6 @@ per request), about even at 100k rows and 56% (27.4 vs 28.3 ms), and what narrow
 matches when the table holds much else (statistics: `RagRepository.estimated_rows`)."""
 
 
-NAMES_AFTER_MATCH_SHARE = 0.5
-"""A session that is at least this share of its chunk table looks up the question's names (`absent_terms`)
-in the GIN index alone (`RagRepository.names_after_match`): a name present in the session is found on its
-first matched rows, one absent is checked against its matches in the other sessions, which are then at most
-as many again. Below it the session's own bitmap is the cheaper filter (a 5k-row session beside 100k rows:
-11-13 ms against 27-78 ms for three stdlib module names absent from it). At 100k rows, 60 % of the table:
-13-16 ms → 1.3-7 ms for five names (`absent_terms` is a lane of every request that names something)."""
-
-
-def names_after_match(session_rows: int, table_rows: int) -> bool:
-    """Whether the session's name look-ups should skip its scope bitmap (`NAMES_AFTER_MATCH_SHARE`)."""
-    return table_rows > 0 and session_rows >= NAMES_AFTER_MATCH_SHARE * table_rows
-
-
 def scope_after_match(session_rows: int, table_rows: int) -> bool:
     """Whether a session's lexical match sets should check its scope after the GIN match (see
     `SCOPE_AFTER_MATCH_ROWS`), by the planner's row estimates."""
@@ -196,9 +182,7 @@ class GraphDeps:
         exact = repository.embedded_rows(session) <= EXACT_SCAN_MAX_ROWS
         if not exact:  # a large session: rank at most this many lexical matches per set (small ones rank all)
             lanes_repository.lexical_rank_cap = LEXICAL_RANK_CAP
-        estimated = repository.estimated_rows(session)
-        lanes_repository.scope_after_match = scope_after_match(*estimated)
-        lanes_repository.names_after_match = names_after_match(*estimated)
+        lanes_repository.scope_after_match = scope_after_match(*repository.estimated_rows(session))
         adapter = RetrievalAdapter(lanes_repository, embedder, executor=self.lane_pool(), stop_lexemes=stop,
                                    layout=layout, symbols=symbols,
                                    exact_vectors=exact, present_layers=repository.present_layers(session))

@@ -38,10 +38,6 @@ class RagRepository:
         self.scope_after_match = False
         """Lexical match sets from the GIN index alone, scope checked after (`RetrievalStatementBuilder`);
         `GraphDeps` sets it for a session that holds most of its table."""
-        self.names_after_match = False
-        """`absent_terms` looks a word up in the GIN index alone and checks the scope on the matched rows
-        (the first row of the session ends the look-up); `GraphDeps` sets it for a session that is at least
-        half of its table (`names_after_match`)."""
 
     def _builder(self, session: RagSession) -> RetrievalStatementBuilder:
         return RetrievalStatementBuilder(session.table, scope_after_match=self.scope_after_match)
@@ -140,23 +136,13 @@ class RagRepository:
         words = [w for w in dict.fromkeys(words) if w.strip()][:16]
         if not words:
             return []
-        parts = "plainto_tsquery('russian', translate(w, '-.', '  '))"
-        match = f"c.tsv @@ {parts} OR c.tsv @@ plainto_tsquery('russian', w)"
-
-        def scope(a: str) -> str:
-            return (f"{a}.rag_session_id = %(sid)s AND {a}.generation = "
-                    "(SELECT active_generation FROM rag_sessions WHERE rag_session_id = %(sid)s)")
-
-        if self.names_after_match:
-            # The GIN match alone, fenced off (`OFFSET 0`), its rows checked against the scope until one is
-            # the session's. Left to itself the planner ANDs the match with a bitmap of every row of the
-            # session: at 100k rows (60 % of the table) ~6 ms a word, for a match set of 144 rows.
-            exists = (f'SELECT 1 FROM (SELECT c.rag_session_id, c.generation FROM "{session.table}" c '
-                      f"WHERE {match} OFFSET 0) m WHERE {scope('m')}")
-        else:
-            exists = f'SELECT 1 FROM "{session.table}" c WHERE {scope("c")} AND ({match})'
         rows = self._fetch(
-            f"SELECT w FROM unnest(%(words)s::text[]) AS w WHERE numnode({parts}) > 0 AND NOT EXISTS ({exists})",
+            f"""SELECT w FROM unnest(%(words)s::text[]) AS w
+            WHERE numnode(plainto_tsquery('russian', translate(w, '-.', '  '))) > 0 AND NOT EXISTS (
+                SELECT 1 FROM "{session.table}" c WHERE c.rag_session_id = %(sid)s AND c.generation =
+                    (SELECT active_generation FROM rag_sessions WHERE rag_session_id = %(sid)s)
+                AND (c.tsv @@ plainto_tsquery('russian', translate(w, '-.', '  '))
+                     OR c.tsv @@ plainto_tsquery('russian', w)))""",
             {"sid": session.rag_session_id, "words": words},
         )
         return [r["w"] for r in rows]
