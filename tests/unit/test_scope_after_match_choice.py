@@ -2,7 +2,7 @@
 
 import pytest
 
-from graph.deps import names_after_match, scope_after_match
+from graph.deps import scope_after_match
 
 
 @pytest.mark.parametrize(("session_rows", "table_rows", "expected"), [
@@ -15,16 +15,3 @@ from graph.deps import names_after_match, scope_after_match
 ])
 def test_large_sessions_that_are_most_of_their_table(session_rows: int, table_rows: int, expected: bool) -> None:
     assert scope_after_match(session_rows, table_rows) is expected
-
-
-@pytest.mark.parametrize(("session_rows", "table_rows", "expected"), [
-    (100_521, 177_767, True),      # the bench's 100k session: its bitmap cost ~6 ms per name looked up
-    (996_478, 1_077_506, True),
-    (4_741, 1_077_506, False),     # a small session: its own bitmap is the cheap filter
-    (300_000, 1_000_000, False),   # an absent name would be checked against every other session's matches
-    (500, 1_000, True),
-    (0, 0, False),                 # a table not analysed yet: the planner's plan
-])
-def test_names_skip_the_scope_bitmap_in_sessions_that_are_most_of_their_table(
-        session_rows: int, table_rows: int, expected: bool) -> None:
-    assert names_after_match(session_rows, table_rows) is expected
