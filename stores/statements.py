@@ -182,9 +182,9 @@ class RetrievalStatementBuilder:
         HNSW index, which every session shares (`EXACT_DISTANCE`): a small session's neighbours then do not
         depend on what else the table holds (the approximate search visits other sessions' rows first).
 
-        With `rank_cap`, each lexical match set is cut to that many rows (by id) before they are ranked (by
-        `PRE_RANK_CAPPED`): on large sessions a common word matches thousands of rows, and ranking them all was most of
-        the lane (4,117 OR matches: 85 ms of the stdlib's ranked SQL).
+        With `rank_cap`, each lexical match set is cut to that many rows (by id), and its candidates are
+        picked from those by `PRE_RANK_CAPPED`: on large sessions a common word matches thousands of rows, and
+        ranking them all was most of the lane (4,117 OR matches: 85 ms of the stdlib's ranked SQL).
 
         Returns rows ordered by `prefer_bonus DESC, test_penalty, layer_rank, lexical_rank,
         structural_rank, distance`, each with those fields plus `lexical_score`.
@@ -375,9 +375,9 @@ def _matches(columns: str, match: str, scope_after_match: bool) -> str:
 
 
 def _ranked_matches(match: str, cap: int | None, scope_after_match: bool) -> str:
-    """Ids of the rows matching `match` (under `{w}`), the best `%(cand)s` by `ts_rank_cd`; with a cap, only
-    the first `cap` matches by id are ranked (`OFFSET 0` keeps the planner from walking the primary key), and
-    by `ts_rank` (`PRE_RANK_CAPPED`).
+    """Ids of the best `%(cand)s` rows matching `match` (under `{w}`): by `ts_rank_cd`, or with a cap by
+    `PRE_RANK_CAPPED` among the first `cap` matches by id (`OFFSET 0` keeps the planner from walking the
+    primary key).
 
     The capped matches carry the columns of the rank's order with them instead of being read again by
     primary key (1,000 index look-ups per set: 19.1 → 17.5 ms of the ranked SQL per request at 100k rows)."""
