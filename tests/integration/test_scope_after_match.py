@@ -1,6 +1,7 @@
 """Lexical match sets taken from the GIN index alone, the session's scope checked after (`scope_after_match`,
 issue 13 at 1M rows): the same rows in the same order as the planner's own plan, for every statement that
-uses it, and never a row of another session with the same text."""
+uses it, and never a row of another session with the same text. Also the name look-up (`absent_terms`), which
+keeps the planner's plan: a name only another session holds is absent from this one."""
 
 from __future__ import annotations
 
