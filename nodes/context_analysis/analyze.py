@@ -441,10 +441,11 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
     best_items = _best_per_file(scored)
     # A card competes for the answer as itself (its rank and weight); once chosen, its best source passage
     # (by key terms and names, competing only with each other) is quoted in its place.
+    # In evidence order: a set's order changes with the interpreter's hash seed, and which card claims a
+    # source row two cards share decided whether the definition was quoted (the same question flipped
+    # between runs).
     chosen = {s.row_id for s in pool} | {item.candidate.row.id for item in best_items}
-    by_id = {row.id: row for row in rows}
-    source_rows, upgrades = _upgrades(sources, [by_id[i] for i in dict.fromkeys(chosen) if i in by_id], file_rank,
-                                      q)
+    source_rows, upgrades = _upgrades(sources, [row for row in rows if row.id in chosen], file_rank, q)
     spans, pool = _quote_sources(spans, pool, upgrades, q)
     exact = [row for row in rows if "exact" in row.lanes]
     named = named_file(rows)

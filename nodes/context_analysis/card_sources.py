@@ -58,13 +58,16 @@ def card_sources(fetched: Sequence[Mapping[str, Any]], rows: Sequence[EvidenceRo
         rows: The ranked evidence.
 
     Returns:
-        Only cards with at least one source row; a source row takes its card's lanes and scores (it stands in
+        Only cards with at least one source row (a row overlapping several cards goes to the first definition
+        card in `rows` order, module cards last); a source row takes its card's lanes and scores (it stands in
         the card's place) plus its rank among the card's sources in the `card_source` lane. Rows already in
         the evidence are not repeated.
     """
     have = {r.id for r in rows}
     out: dict[str, list[EvidenceRow]] = {}
-    for card in cards(rows):
+    # Definitions claim their rows before module cards: in a small module chunked whole, one row overlaps both
+    # the function's card and the module's, and only the function's card can be quoted by it.
+    for card in sorted(cards(rows), key=is_module_card):
         inside = sorted(
             (f for f in fetched
              if f["path"] == card.path and f.get("layer") == SOURCE_LAYER and str(f["id"]) not in have

@@ -144,3 +144,11 @@ def test_a_module_card_is_replaced_only_by_the_module_docstring(head: str, quote
     lead = analyze(question, key_terms(question), [MODULE], True,
                    sources=lambda chosen: card_sources(rows, chosen)).spans[0]
     assert lead.row_id == quoted
+
+
+@pytest.mark.parametrize("module_first", [True, False], ids=["module-card-ranked-first", "function-card-first"])
+def test_a_row_two_cards_share_goes_to_the_definition_whatever_their_order(module_first: bool) -> None:
+    module = MODULE.model_copy(update={"path": PATH, "span_start": 1, "span_end": 800})
+    whole = [fetched("whole-module", 1, 800, content="import os\n\n" + GET_EDITOR)]
+    out = card_sources(whole, [module, CARD] if module_first else [CARD, module])
+    assert [r.id for r in out["card"]] == ["whole-module"] and "mod" not in out
