@@ -45,8 +45,10 @@ _CYRILLIC = re.compile(r"[А-ЯЁа-яё]")
 
 def named_terms(text: str) -> list[str]:
     """Names in a request: Latin words with a capital after the first letter or a digit (`gRPC`, `OAuth2`,
-    `AWS`), capitalised Latin words that are not stop words (`Kafka`), identifiers with an underscore, and
-    capitalised Cyrillic words inside a sentence (proper names).
+    `AWS`), identifiers with an underscore, and capitalised words inside a sentence that are not stop words
+    (`Kafka`, proper names in Cyrillic). A capital that only starts a sentence is grammar: «Overview: how
+    can I customize the docs UI?» does not ask about something called "Overview" (it was refused as absent
+    from a Russian corpus).
 
     A name the corpus never mentions is the strongest sign a question is about something else; plain
     words are not checked, since English questions over Russian docs share few plain words with them.
@@ -62,8 +64,8 @@ def named_terms(text: str) -> list[str]:
             if word[0].isupper() and not sentence_start:
                 out.setdefault(word, None)
             continue
-        if ("_" in word.strip("_") or any(ch.isupper() for ch in word[1:]) or any(ch.isdigit() for ch in word)
-                or word[0].isupper()):
+        marked = "_" in word.strip("_") or any(ch.isupper() for ch in word[1:]) or any(ch.isdigit() for ch in word)
+        if marked or (word[0].isupper() and not sentence_start):
             out.setdefault(word, None)
     return list(out)
 

@@ -100,6 +100,10 @@ def test_token_cap_keeps_rank_order_and_always_one_row() -> None:
         ("Как загрузить ML-модель?", []),  # two letters: too short to be sure it is a name
         ("Как настроить CORS?", ["CORS"]),
         ("How do I do it?", []),
+        ("Overview: how can I self-host the Swagger UI assets?", ["Swagger"]),  # a capital that starts a sentence
+        ("It is slow. Summarize docs/async.md", []),  # ... is grammar, also after a full stop
+        ("Does Kafka work with it?", ["Kafka"]),
+        ("Jinja2 templates: where are they set up?", ["Jinja2"]),  # a digit marks a name wherever it stands
     ],
 )
 def test_named_terms(query: str, names: list[str]) -> None:
