@@ -3,8 +3,8 @@
 A docs chunk is cut into blocks (paragraphs, list items, tables, fenced code) under their headings;
 headings, include directives, admonition markers and link lists are never candidates. A source chunk is
 cut into its definitions; a short one is a candidate as a whole, a long one as its signature, docstring,
-the lines that use the asked-about names, then its string literals. Synthesized rows (catalog cards, facts,
-symbols) are one candidate each, cited by their whole span.
+the lines that raise or warn, the lines that use the asked-about names, then its string literals.
+Synthesized rows (catalog cards, facts, symbols) are one candidate each, cited by their whole span.
 """
 
 from __future__ import annotations
@@ -34,6 +34,11 @@ _LITERAL_LINE = re.compile(r"[\"'][^\"'\n]{3,}[\"']")
 """A line with a string literal: messages, formats and defaults, the values a question about code asks for."""
 DEFINITION = re.compile(r"^\s*(?:async\s+def|def|class)\s+(\w+)")
 """A line that opens a function, method or class definition; group 1 is its name."""
+_OUTCOME = re.compile(r"^\s*(?:raise\s+\w|warnings\.warn\(|warn\()")
+"""A line that ends a case with an error or a warning: what a question about an edge case asks for. A long
+definition shows these before the other lines that use the asked-about names, which used to fill its budget
+first (dev, five corpora: key-fact coverage 0.420 → 0.425, structlog 0.351 → 0.368, no other third-party
+case changed; held-out unchanged, passage precision 0.353 → 0.359)."""
 _DOCSTRING_OPEN = re.compile(r"^\s*[rRuUbB]?(\"\"\"|''')")
 _ANCHOR = re.compile(r"\s*\{\s*#[^}]*\}\s*$")
 
@@ -284,8 +289,9 @@ def code_candidates(row: EvidenceRow, wanted: set[str]) -> list[Candidate]:
             if size <= MAX_CODE_LINES or not header:
                 picked = list(range(a, min(b, a + MAX_CODE_LINES - 1) + 1))
             else:
-                used = [k for k in range(a, b + 1) if k not in header and lines[k].text.strip()
-                        and _uses(lines[k].text, wanted)]
+                used = [k for k in range(a, b + 1) if k not in header and _OUTCOME.match(lines[k].text)]
+                used += [k for k in range(a, b + 1) if k not in header and k not in used and lines[k].text.strip()
+                         and _uses(lines[k].text, wanted)]
                 # Then the lines with string literals, while the budget lasts (dev, five corpora: key-fact
                 # coverage 0.334 → 0.340, click 0.199 → 0.231; passage precision 0.273 → 0.281).
                 used += [k for k in range(a, b + 1) if k not in header and k not in used

@@ -287,6 +287,13 @@ RUNNER_PY = "\n".join([
     '    """',
     *[f"    step_{i} = prepare({i})" for i in range(20)],
 ])
+ONCE_PY = "\n".join([
+    "def configure_once(processors=None):",
+    '    """Configures if structlog is not configured yet."""',
+    *[f"    configured_{i} = configure_part({i})" for i in range(15)],
+    "    if _CONFIG.is_configured:",
+    '        warnings.warn("Repeated configuration attempted.", RuntimeWarning, stacklevel=2)',
+])
 MODEL_PY = "class Operation(BaseModel):\n    tags: list[str] | None = None\n    operationId: str | None = None"
 
 
@@ -304,9 +311,12 @@ MODEL_PY = "class Operation(BaseModel):\n    tags: list[str] | None = None\n    
          ["step_3", "more_4"]),
         ("Is the test runner safe to use from several threads?", RUNNER_PY, 317, "class CliRunner:",
          ["    global interpreter state."], [":param charset", "step_3"]),
+        ("What does configure_once do when structlog is already configured?", ONCE_PY, 259,
+         "def configure_once(processors=None):",
+         ['warnings.warn("Repeated configuration attempted."', "configured_0"], ["configured_14"]),
     ],
     ids=["enclosing-def-in-a-group", "long-def-signature-docstring-used-lines", "long-def-string-literal-lines",
-         "long-def-docstring-first-paragraph"],
+         "long-def-docstring-first-paragraph", "long-def-warning-before-other-used-lines"],
 )
 def test_code_is_quoted_as_its_enclosing_definition(question: str, content: str, start: int, first_line: str,
                                                     shown: list[str], hidden: list[str]) -> None:
