@@ -259,6 +259,24 @@ def _header(lines: list[Line], lo: int, hi: int) -> list[int]:
     return out
 
 
+OUTCOME_CONTINUATION = 3
+"""Lines of a `raise ValueError(` statement kept after its first line: the message is usually on the next one
+(dev, five corpora: key-fact coverage 0.425 → 0.430, structlog sl-018; held-out key facts unchanged)."""
+
+
+def _statement(lines: list[Line], k: int, hi: int) -> list[int]:
+    """Line `k` and the lines that continue its statement while a bracket it opened is open (at most
+    OUTCOME_CONTINUATION more, not past `hi`)."""
+    out, depth = [k], 0
+    while True:
+        text = lines[out[-1]].text
+        depth += sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
+        nxt = out[-1] + 1
+        if depth <= 0 or nxt > hi or len(out) > OUTCOME_CONTINUATION:
+            return out
+        out.append(nxt)
+
+
 def _code_text(lines: list[Line], picked: list[int]) -> str:
     parts: list[str] = []
     for n, k in enumerate(picked):
@@ -289,7 +307,8 @@ def code_candidates(row: EvidenceRow, wanted: set[str]) -> list[Candidate]:
             if size <= MAX_CODE_LINES or not header:
                 picked = list(range(a, min(b, a + MAX_CODE_LINES - 1) + 1))
             else:
-                used = [k for k in range(a, b + 1) if k not in header and _OUTCOME.match(lines[k].text)]
+                used = [n for k in range(a, b + 1) if k not in header and _OUTCOME.match(lines[k].text)
+                        for n in _statement(lines, k, b)]
                 used += [k for k in range(a, b + 1) if k not in header and k not in used and lines[k].text.strip()
                          and _uses(lines[k].text, wanted)]
                 # Then the lines with string literals, while the budget lasts (dev, five corpora: key-fact

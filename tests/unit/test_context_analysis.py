@@ -294,6 +294,18 @@ ONCE_PY = "\n".join([
     "    if _CONFIG.is_configured:",
     '        warnings.warn("Repeated configuration attempted.", RuntimeWarning, stacklevel=2)',
 ])
+PROCESS_PY = "\n".join([
+    "def _process_event(self, method_name, event, event_kw):",
+    '    """Combines creates an event_dict and runs the chain."""',
+    *[f"        event_dict_{i} = proc(event_dict)" for i in range(15)],
+    "    if isinstance(event_dict, str):",
+    "        return (event_dict,), {}",
+    "    raise ValueError(",
+    '        "Last processor didn\'t return an appropriate value.  "',
+    '        "Valid return values are a dict, a tuple of (args, kwargs), bytes, or a str."',
+    "    )",
+    "    after = 1",
+])
 MODEL_PY = "class Operation(BaseModel):\n    tags: list[str] | None = None\n    operationId: str | None = None"
 
 
@@ -314,9 +326,14 @@ MODEL_PY = "class Operation(BaseModel):\n    tags: list[str] | None = None\n    
         ("What does configure_once do when structlog is already configured?", ONCE_PY, 259,
          "def configure_once(processors=None):",
          ['warnings.warn("Repeated configuration attempted."', "configured_0"], ["configured_14"]),
+        ("What happens if the last processor returns None instead of a dict?", PROCESS_PY, 160,
+         "def _process_event(self, method_name, event, event_kw):",
+         ["    raise ValueError(", "didn't return an appropriate value", "Valid return values", "    )"],
+         ["after = 1"]),
     ],
     ids=["enclosing-def-in-a-group", "long-def-signature-docstring-used-lines", "long-def-string-literal-lines",
-         "long-def-docstring-first-paragraph", "long-def-warning-before-other-used-lines"],
+         "long-def-docstring-first-paragraph", "long-def-warning-before-other-used-lines",
+         "long-def-raise-with-its-message-lines"],
 )
 def test_code_is_quoted_as_its_enclosing_definition(question: str, content: str, start: int, first_line: str,
                                                     shown: list[str], hidden: list[str]) -> None:
