@@ -29,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embedder", help="embedder for the eval sessions (default: settings)")
     p.add_argument("--session", help="session name for DATASET (default: eval-<corpus>-<embedder>)")
     p.add_argument("--limit", type=int, help="only the first N cases of each dataset")
+    p.add_argument("--llm", action="store_true",
+                   help="answer with GigaChat (router, analysis and composition; needs GIGACHAT_CREDENTIALS and "
+                        "GIGACHAT_MODEL); by default the eval runs offline, with extractive answers")
     p.add_argument("--langsmith", action="store_true", help="also upload and run evaluate() on LangSmith")
     p.add_argument("--list", action="store_true", help="list the registered corpora and exit")
 
@@ -84,7 +87,8 @@ def handler(args: argparse.Namespace, settings: Any) -> int:
     cache_dir = getattr(args, "corpora_dir", None) or Path(settings.data_dir) / "corpora"
     report = run_jobs(jobs, settings=settings, cache_dir=cache_dir, retriever=args.retriever,
                       embedder=args.embedder, limit=args.limit, session=getattr(args, "session", None),
-                      progress=lambda line: print(line, file=sys.stderr, flush=True))
+                      progress=lambda line: print(line, file=sys.stderr, flush=True),
+                      llm=getattr(args, "llm", False))
     report = {"split": split, **report}
     print(format_table(report))
     if args.out:

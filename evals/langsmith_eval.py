@@ -122,14 +122,16 @@ def upload_and_evaluate(dataset_path: Path, report: dict[str, Any], settings: An
 
         from graph.builder import build_graph
 
-        graph = build_graph(eval_deps(settings, report["retriever"]), checkpointer=InMemorySaver())
+        llm = report.get("answers") == "llm"  # the same answerer as the offline run it is compared with
+        graph = build_graph(eval_deps(settings, report["retriever"], llm), checkpointer=InMemorySaver())
         context = eval_context(report["session"], report["retriever"], settings)
     name = upload_dataset(client, dataset_path)
     offline = {key: report.get(key) for _, key in METRICS}
     results = client.evaluate(
         graph_target(graph, context), data=name, evaluators=EVALUATORS, summary_evaluators=SUMMARY_EVALUATORS,
         experiment_prefix=f"lotsman-{report['retriever']}", max_concurrency=0,
-        metadata={"retriever": report["retriever"], "embedder": report["embedder"], "offline_summary": offline},
+        metadata={"retriever": report["retriever"], "embedder": report["embedder"],
+                  "answers": report.get("answers", "extractive"), "offline_summary": offline},
     )
     experiment = getattr(results, "experiment_name", "")
     return f"LangSmith: dataset '{name}', experiment '{experiment}'"

@@ -25,6 +25,8 @@ def format_table(report: dict[str, Any]) -> str:
     columns = {**{name: r for name, r in report["corpora"].items()}, "macro": report["macro"]}
     width = max(12, *(len(n) + 2 for n in columns))
     head = f"retriever={report['retriever']} · embedder={report['embedder']}"
+    if report.get("answers"):
+        head += f" · answers={report['answers']}"
     if report.get("split"):
         head += f" · split={report['split']}"
     lines = [head, f"{'':<25}" + "".join(f"{n:>{width}}" for n in columns)]

@@ -36,13 +36,18 @@ async def run_cases(graph: Any, cases: list[dict[str, Any]], context: Any) -> li
     return results
 
 
+def answers_of(deps: Any) -> str:
+    """`llm` when the graph has a chat model (GigaChat routes, analyses and answers), else `extractive`."""
+    return "llm" if getattr(deps, "chat_model", None) is not None else "extractive"
+
+
 def session_name(label: str, embedder: str) -> str:
     return f"eval-{label}-{embedder.replace(':', '-')}"
 
 
 def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", embedder: str | None = None,
         session: str | None = None, limit: int | None = None, deps: Any = None,
-        label: str | None = None) -> dict[str, Any]:
+        label: str | None = None, llm: bool = False) -> dict[str, Any]:
     """Index `corpus` (incrementally, reusing the cache), run the dataset, return one corpus's report.
 
     The session is `--session`, else `eval-<label or corpus folder>-<embedder>`, so each corpus keeps its
@@ -57,7 +62,7 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
     cases = load_dataset(dataset)[:limit]
     if not corpus.is_dir():
         raise LotsmanError(f"corpus not found: {corpus}")
-    deps = deps or eval_deps(settings, retriever)
+    deps = deps or eval_deps(settings, retriever, llm)
     emb = deps.embedder or make_embedder(embedder or settings.embedder, settings)
     session = session or session_name(label or corpus.resolve().name, emb.name)
     t0 = time.perf_counter()
@@ -71,6 +76,7 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
     results = asyncio.run(run_cases(graph, cases, context))
     return {
         "dataset": str(dataset), "corpus": str(corpus), "retriever": retriever, "embedder": emb.name,
+        "answers": answers_of(deps),
         "session": session, "index_seconds": round(index_s, 2), "index_kind": report.kind,
         "run_seconds": round(time.perf_counter() - t0, 2), **aggregate(results), "results": results,
     }
@@ -78,12 +84,12 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
 
 def run_jobs(jobs: Sequence[EvalJob], *, settings: Any, cache_dir: Path, retriever: str = "full",
              embedder: str | None = None, limit: int | None = None, session: str | None = None,
-             deps: Any = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+             deps: Any = None, progress: Callable[[str], None] | None = None, llm: bool = False) -> dict[str, Any]:
     """Run several datasets, each on its own corpus and session; per-corpus reports plus the macro average.
 
     `session` overrides the session name and only makes sense with one job.
     """
-    deps = deps or eval_deps(settings, retriever)  # one pool and embedder cache for all corpora
+    deps = deps or eval_deps(settings, retriever, llm)  # one pool and embedder cache for all corpora
     corpora: dict[str, dict[str, Any]] = {}
     for job in jobs:
         corpus = job.corpus or assemble_corpus(job.suite, cache_dir)  # type: ignore[arg-type]
@@ -94,4 +100,5 @@ def run_jobs(jobs: Sequence[EvalJob], *, settings: Any, cache_dir: Path, retriev
                                 deps=deps)
     summaries = {name: {k: v for k, v in r.items() if k != "results"} for name, r in corpora.items()}
     embedders = sorted({r["embedder"] for r in corpora.values()})
-    return {"retriever": retriever, "embedder": ", ".join(embedders), "corpora": corpora, "macro": macro(summaries)}
+    return {"retriever": retriever, "embedder": ", ".join(embedders), "answers": answers_of(deps), "corpora": corpora,
+            "macro": macro(summaries)}

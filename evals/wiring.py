@@ -10,12 +10,24 @@ from typing import Any
 
 from evals.baselines import RETRIEVERS
 from graph.context import Context
-from graph.deps import GraphDeps
+from graph.deps import GraphDeps, make_chat_model
+from stores.errors import LotsmanError
 
 
-def eval_deps(settings: Any, retriever: str) -> GraphDeps:
-    """Graph dependencies for an eval run: offline (no chat model), so evals measure the deterministic path."""
-    return GraphDeps(settings=settings, retrieve=RETRIEVERS[retriever])
+def eval_deps(settings: Any, retriever: str, llm: bool = False) -> GraphDeps:
+    """Graph dependencies for an eval run.
+
+    Offline by default (no chat model, even with GigaChat credentials set), so evals measure the
+    deterministic path. With `llm=True` the graph gets the chat model of `settings` (GigaChat: its router,
+    analysis and composition); a run that asks for it without credentials is an error, not an offline run.
+    """
+    if not llm:
+        return GraphDeps(settings=settings, retrieve=RETRIEVERS[retriever])
+    model = make_chat_model(settings)
+    if model is None:
+        raise LotsmanError("--llm needs GigaChat: set GIGACHAT_CREDENTIALS and GIGACHAT_MODEL "
+                           "(without --llm the eval runs offline)")
+    return GraphDeps(settings=settings, retrieve=RETRIEVERS[retriever], chat_model=model)
 
 
 def eval_context(session: str, retriever: str, settings: Any) -> Context:

@@ -75,3 +75,36 @@ def test_several_corpora_each_in_its_own_session(db, small_corpus: Path, other_c
     assert small["index_kind"] == "snapshot"
     again = run_jobs(jobs[:1], settings=Settings(), cache_dir=tmp_path, embedder="fake", deps=deps)
     assert again["corpora"]["small"]["index_kind"] == "changes", "a second run reuses the session's index"
+
+
+def test_eval_with_llm_answers_through_gigachat(offline_env: Callable[..., dict[str, str]], small_corpus: Path,
+                                                tmp_path: Path) -> None:
+    """`--llm` measures the GigaChat path (here the fake server speaking its protocol); the report says so."""
+    from tests.e2e.test_gigachat_path import Script
+    from tests.fakes.gigachat_server import FakeGigaChatServer
+
+    dataset = write_jsonl(tmp_path / "small.jsonl", SMALL_CASES[:1])
+    out = tmp_path / "report.json"
+    with FakeGigaChatServer() as server:
+        server.chat_handler = script = Script()
+        proc = subprocess.run([sys.executable, "-m", "evals", str(dataset), "--corpus", str(small_corpus),
+                               "--embedder", "fake", "--llm", "--out", str(out)],
+                              capture_output=True, text=True, env=offline_env(**server.env()), cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "answers=llm" in proc.stdout
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["answers"] == "llm" and report["corpora"]["small"]["answers"] == "llm"
+    assert {"route", "analysis", "answer"} <= set(script.kinds), "router, analysis and answer went to GigaChat"
+    [case] = report["corpora"]["small"]["results"]
+    assert case["answer"].startswith("Чтобы настроить CORS") and case["key_fact_coverage"] == 1.0
+
+
+def test_eval_with_llm_but_no_credentials_is_one_line(offline_env: Callable[..., dict[str, str]], small_corpus: Path,
+                                                      tmp_path: Path) -> None:
+    dataset = write_jsonl(tmp_path / "small.jsonl", SMALL_CASES)
+    proc = subprocess.run([sys.executable, "-m", "evals", str(dataset), "--corpus", str(small_corpus),
+                           "--embedder", "fake", "--llm"], capture_output=True, text=True, env=offline_env(),
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == ("error: --llm needs GigaChat: set GIGACHAT_CREDENTIALS and "
+                                                    "GIGACHAT_MODEL (without --llm the eval runs offline)")
