@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from typing import NoReturn
 
-from graph import cli_commands
+from graph import cli_commands, cli_index, cli_retrieve
 from graph.settings import Settings, get_settings
 from graph.terminal import printable
 from stores.errors import LotsmanError, UsageError, database_lost
@@ -112,7 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="delete a session and its rows")
     sessions.set_defaults(handler=_cmd_sessions)
 
+    cli_index.register(sub)
     cli_commands.register(sub)
+    cli_retrieve.register(sub)
     load_plugins(sub)
     return parser
 

@@ -57,68 +57,6 @@ def open_deps(settings: Settings, *, production: bool = True) -> Iterator[GraphD
         deps.close()
 
 
-def _index(args: argparse.Namespace, settings: Settings) -> int:
-    from graph.progress import ProgressBar
-    from stores.embedders import make_embedder
-    from stores.errors import IndexingError
-    from stores.indexing.service import index_repository
-
-    root = Path(args.path)
-    if not root.exists():
-        raise IndexingError(f"path not found: {printable(root)}")
-    with open_deps(settings, production=False) as deps:
-        db = deps.database()
-        embedder_name = args.embedder or _session_embedder(db, args.session) or settings.embedder
-        embedder = make_embedder(embedder_name, settings)
-        if args.rebuild:
-            from stores.sessions import delete_session, find_session
-
-            with db.connection() as conn:
-                if find_session(conn, args.session):
-                    delete_session(conn, args.session)
-        report = index_repository(db, root, session_name=args.session, embedder=embedder,
-                                  incremental=not args.full, max_bytes=settings.max_file_bytes,
-                                  batch_size=settings.embed_batch_size, progress=ProgressBar(),
-                                  parse_workers=settings.parse_workers)
-    if args.json:
-        from graph.index_graph import report_dict
-
-        print(json.dumps(report_dict(report), ensure_ascii=False, indent=2, default=str))
-    else:
-        _print_index_report(report, embedder.name, verbose=args.verbose)
-    return 0
-
-
-def _print_index_report(report: Any, embedder: str, *, verbose: bool) -> None:
-    # File and session names are escaped: a name could otherwise forge a `skipped` line or move the cursor.
-    t = report.timings
-    print(f"session '{printable(report.session)}' ({report.kind}, embedder {embedder}): "
-          f"{report.files_seen} files seen, {report.files_indexed} indexed, {report.files_unchanged} unchanged, "
-          f"{report.files_deleted} deleted, {len(report.skipped)} skipped")
-    print(f"parsed {report.parsed}, from cache {report.cache_hits}, embedded {report.embedded} rows, "
-          f"wrote {report.rows_written} rows in {t.get('total', 0):.1f}s "
-          f"(parse {t.get('parse', 0):.1f}s, embed {t.get('embed', 0):.1f}s, write {t.get('write', 0):.1f}s)")
-    if report.rows_per_layer:
-        print(f"{'layer':<22} {'rows':>7}")
-        for layer, n in report.rows_per_layer.items():
-            print(f"{layer:<22} {n:>7}")
-    for s in report.skipped:
-        print(f"skipped {printable(s.path)}: {printable(s.reason)}")
-    if verbose:
-        for w in report.warnings:
-            print(f"warning {printable(w)}")
-    elif report.warnings:
-        print(f"{len(report.warnings)} warnings (-v to list)")
-
-
-def _session_embedder(db: Any, name: str) -> str | None:
-    from stores.sessions import find_session
-
-    with db.connection() as conn:
-        session = find_session(conn, name)
-    return session.embedder if session else None
-
-
 def clean_question(question: str) -> str:
     """The question every entry point passes on: NUL bytes removed (PostgreSQL text cannot hold them, and
     the chat checkpointer stores the turn), surrounding whitespace trimmed; empty is an error."""
@@ -200,38 +138,6 @@ async def _chat_loop(settings: Settings, deps: Any, session: str, thread_id: str
             print(printable(out.get("answer", ""), multiline=True))
 
 
-def _retrieve(args: argparse.Namespace, settings: Settings) -> int:
-    from nodes.retrieval_policy import resolve_code_plan, resolve_plan
-
-    question = clean_question(args.question)
-    with open_deps(settings, production=False) as deps:  # retrieval debugging is offline: the deterministic router
-        bundle = deps.bundle(args.session)
-        route = bundle.router.route(question)
-        plan, code_plan = resolve_plan(route), resolve_code_plan(route, bundle.symbols)
-        result = bundle.adapter.fetch_rows(bundle.session, plan, code_plan, question,
-                                           file_names=route.anchors.file_names, terms=route.target_terms,
-                                           top_k=args.k or settings.top_k, token_cap=settings.token_cap)
-    if args.json:
-        print(json.dumps({
-            "route": route.model_dump(), "plan": plan.model_dump(),
-            "code_plan": code_plan.model_dump() if code_plan else None,
-            "relevant": result.relevant, "gate": result.gate.reason, "relaxation": result.relaxation,
-            "lane_sizes": result.lane_sizes,
-            "timings_ms": result.timings_ms,
-            "rows": [{**r.provenance(), "title": r.title, "scores": r.scores} for r in result.rows],
-        }, ensure_ascii=False, indent=2))
-        return 0
-    print(f"route {route.intent}/{route.subintent} ({route.routing_mode}); plan {plan.profile} "
-          f"{plan.layers}; code plan: {code_plan.reason if code_plan else '-'}")
-    print(f"gate: {'relevant' if result.relevant else 'NOTHING RELEVANT'} ({result.gate.reason}); "
-          f"plan filters: {result.relaxation}; lanes {result.lane_sizes}")
-    print(f"{'#':>2} {'fused':>7}  {'layer':<20} {'lanes':<34} citation")
-    for i, r in enumerate(result.rows, 1):
-        lanes = ",".join(f"{k}#{v}" for k, v in sorted(r.lanes.items(), key=lambda kv: kv[1]))
-        print(f"{i:>2} {r.fused_score:7.4f}  {r.layer:<20} {lanes:<34} {printable(r.citation)}")
-    return 0
-
-
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     exe = shutil.which("langgraph") or str(Path(sys.executable).parent / "langgraph")
     if not Path(exe).exists():
@@ -243,15 +149,6 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("index", help="index a repository folder (incremental by default)")
-    p.add_argument("path")
-    p.add_argument("--session", default="default", type=session_name)
-    p.add_argument("--embedder", help="use (default), e5, gigachat; a new session records it")
-    p.add_argument("--full", action="store_true", help="build a full snapshot (still uses the cache)")
-    p.add_argument("--rebuild", action="store_true", help="delete the session first (e.g. to change embedder)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_index)
-
     p = sub.add_parser("ask", help="answer one question with citations")
     p.add_argument("question")
     p.add_argument("--session", default="default", type=session_name)
@@ -263,15 +160,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--thread", help="resume a thread id")
     p.set_defaults(handler=_chat)
 
-    p = sub.add_parser("retrieve", help="routing + policy + retrieval only: the fused rows with provenance")
-    p.add_argument("question")
-    p.add_argument("--session", default="default", type=session_name)
-    p.add_argument("-k", type=positive_int, help="rows to show (default LOTSMAN_TOP_K)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_retrieve)
-
     p = sub.add_parser("serve", help="run the LangGraph dev server with both graphs")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=positive_int, default=2024)
     p.set_defaults(handler=_serve)
-

@@ -30,6 +30,9 @@ class GigaChatSettings(BaseSettings):
     """Seconds per request for answers."""
     router_timeout: float = 8.0
     """Seconds the router waits for the LLM before falling back."""
+    request_deadline: float = 20.0
+    """Seconds of LLM time one request may spend in total (router, rewrite, analysis, composition); once a
+    call has timed out, the rest of the request runs offline at once."""
     max_retries: int = 1
 
     @property
