@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import os
 import shutil
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graph.settings import Settings
-from graph.terminal import printable
+from graph.terminal import printable, undecodable
 from stores.errors import InvalidQuestionError, LotsmanError
 
 if TYPE_CHECKING:  # the graph's modules load only when a command needs them (a fast `lotsman --help`)
@@ -24,9 +25,23 @@ if TYPE_CHECKING:  # the graph's modules load only when a command needs them (a 
 
 
 def session_name(value: str) -> str:
-    """argparse type: a session name is not empty (an empty one would silently mean `default`)."""
+    """argparse type: a session name is not empty (an empty one would silently mean `default`) and is UTF-8
+    text (PostgreSQL cannot store the lone surrogates Python makes of other bytes)."""
     if not value.strip():
         raise argparse.ArgumentTypeError("the session name is empty: give one, e.g. --session docs")
+    if (byte := undecodable(value)) is not None:
+        raise argparse.ArgumentTypeError(f"the session name is not valid UTF-8 (byte {byte}): "
+                                         "name it in UTF-8, e.g. --session docs")
+    return value
+
+
+def chat_thread(value: str) -> str:
+    """argparse type: a chat thread id to resume, not empty and UTF-8 text (the checkpointer stores it)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("the thread id is empty: give the one `chat` printed")
+    if (byte := undecodable(value)) is not None:
+        raise argparse.ArgumentTypeError(f"the thread id is not valid UTF-8 (byte {byte}): "
+                                         "give the one `chat` printed")
     return value
 
 
@@ -59,7 +74,11 @@ def open_deps(settings: Settings, *, production: bool = True) -> Iterator[GraphD
 
 def clean_question(question: str) -> str:
     """The question every entry point passes on: NUL bytes removed (PostgreSQL text cannot hold them, and
-    the chat checkpointer stores the turn), surrounding whitespace trimmed; empty is an error."""
+    the chat checkpointer stores the turn), surrounding whitespace trimmed; empty is an error, and so is
+    text that was not UTF-8 (refused before any work: the graph would run and then fail to store it)."""
+    if (byte := undecodable(question)) is not None:
+        raise InvalidQuestionError(f"the question is not valid UTF-8 (byte {byte}): check the terminal's "
+                                   "encoding (e.g. LANG=C.UTF-8) and ask again")
     question = question.replace("\x00", "").strip()
     if not question:
         raise InvalidQuestionError("the question is empty: ask something, e.g. lotsman ask \"Как устроен индекс?\"")
@@ -110,9 +129,13 @@ def _print_answer(out: dict[str, Any], *, as_json: bool) -> None:
 
 
 def _chat(args: argparse.Namespace, settings: Settings) -> int:
-    thread_id = args.thread or uuid.uuid4().hex
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        # A line that is not UTF-8 reaches `clean_question` as lone surrogates and is refused there; with
+        # the default strict decoding `input()` would raise and end the conversation instead.
+        sys.stdin.reconfigure(errors="surrogateescape")
+    thread = args.thread or uuid.uuid4().hex
     with open_deps(settings) as deps:
-        asyncio.run(_chat_loop(settings, deps, args.session, thread_id))
+        asyncio.run(_chat_loop(settings, deps, args.session, thread))
     return 0
 
 
@@ -132,7 +155,9 @@ async def _chat_loop(settings: Settings, deps: Any, session: str, thread_id: str
                 break
             try:
                 question = clean_question(line)
-            except InvalidQuestionError:  # a line of NUL bytes: nothing to ask, keep the conversation
+            except InvalidQuestionError as exc:  # keep the conversation; a line of NUL bytes asks nothing
+                if undecodable(line) is not None:
+                    print(f"error: {printable(exc)}", file=sys.stderr)
                 continue
             out = await _ask_once(settings, question, session, thread_id=thread_id, checkpointer=saver, deps=deps)
             print(printable(out.get("answer", ""), multiline=True))
@@ -157,7 +182,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("chat", help="multi-turn conversation (kept per thread in Postgres)")
     p.add_argument("--session", default="default", type=session_name)
-    p.add_argument("--thread", help="resume a thread id")
+    p.add_argument("--thread", type=chat_thread, help="resume a thread id")
     p.set_defaults(handler=_chat)
 
     p = sub.add_parser("serve", help="run the LangGraph dev server with both graphs")

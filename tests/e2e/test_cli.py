@@ -209,3 +209,41 @@ def test_retrieve_table_and_answers_escape_file_names(
         assert proc.returncode == 0, proc.stderr
         assert_no_raw_controls(proc.stdout)
         assert "docs/red\\x1b[31mcors.md" in proc.stdout
+
+
+# --- issue 25, item 3: bytes that are not UTF-8 ------------------------------------------------------------
+def _run_bytes(offline_env: Callable[..., dict[str, str]], *args: bytes,
+               stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([bytes(LOTSMAN), *args], input=stdin, capture_output=True, env=offline_env(), cwd=ROOT,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("args", [
+    (b"ask", b"caf\xe9 CORS?", b"--session", b"no-such-session"),
+    (b"ask", b"CORS?", b"--session", b"\xff"),
+    (b"retrieve", b"caf\xe9", b"--session", b"no-such-session"),
+    (b"sessions", b"--delete", b"caf\xe9"),
+], ids=["ask-question", "ask-session", "retrieve-question", "sessions-delete"])
+def test_text_that_is_not_utf8_is_refused_before_any_work(offline_env: Callable[..., dict[str, str]],
+                                                          args: tuple[bytes, ...]) -> None:
+    """`lotsman ask $'caf\\xe9'` ran the whole graph, then exited 1 (`--session $'\\xff'`: exit 3 or 4)."""
+    proc = _run_bytes(offline_env, *args)
+    err = proc.stderr.decode("utf-8")  # and the error line itself is UTF-8
+    assert proc.returncode == 2, err  # a graph run on `no-such-session` would be exit 4
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "not valid UTF-8 (byte \\x" in lines[0], err
+    assert proc.stdout == b""
+
+
+def test_chat_reports_a_line_that_is_not_utf8_and_goes_on(offline_env: Callable[..., dict[str, str]],
+                                                          indexed: str) -> None:
+    """A chat line with a byte that is not UTF-8 used to end the conversation."""
+    turns = b"caf\xe9 CORS?\n" + "Как настроить CORS в приложении?\n".encode()
+    proc = _run_bytes(offline_env, b"chat", b"--session", indexed.encode(), stdin=turns)
+    err = proc.stderr.decode("utf-8")
+    assert proc.returncode == 0, err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "not valid UTF-8 (byte \\xe9)" in errors[0], err
+    [answer] = _answers(proc.stdout.decode("utf-8"))
+    assert "[docs/cors.md:" in answer
+    assert "Traceback" not in err

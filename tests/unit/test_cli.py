@@ -55,6 +55,35 @@ def test_bad_arguments_exit_2_with_one_line(argv: list[str], capsys: pytest.Capt
     assert "--help" in line
 
 
+# --- issue 25, item 3: a name or question that is not UTF-8 is one line and exit 2, before any work ------
+NOT_UTF8 = "caf\udce9"
+"""`lotsman ... $'caf\\xe9'`: Python hands the undecodable byte over as a lone surrogate."""
+
+
+@pytest.mark.parametrize("argv", [
+    ["ask", "q", "--session", NOT_UTF8],
+    ["chat", "--session", "\udcff"],
+    ["chat", "--thread", NOT_UTF8],
+    ["retrieve", "q", "--session", NOT_UTF8],
+    ["index", ".", "--session", NOT_UTF8],
+    ["sessions", "--delete", NOT_UTF8],
+], ids=["ask", "chat", "chat-thread", "retrieve", "index", "sessions-delete"])
+def test_names_that_are_not_utf8_are_rejected_by_the_parser(argv: list[str]) -> None:
+    with pytest.raises(UsageError, match=r"not valid UTF-8 \(byte \\x(e9|ff)\)"):
+        cli.build_parser().parse_args(argv)
+
+
+@pytest.mark.parametrize("argv", [
+    ["ask", NOT_UTF8], ["ask", "q", "--session", "\udcff"], ["retrieve", NOT_UTF8], ["sessions", "--delete", NOT_UTF8],
+], ids=["ask-question", "ask-session", "retrieve-question", "sessions-delete"])
+def test_text_that_is_not_utf8_exits_2_before_the_database(argv: list[str],
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(argv) == 2  # the database of `no_database` would have made it 3
+    line = one_error_line(capsys)
+    assert "not valid UTF-8" in line and "\\x" in line
+    line.encode("utf-8")
+
+
 def test_valid_arguments_still_parse() -> None:
     args = cli.build_parser().parse_args(["retrieve", "q", "-k", "3", "--session", "s"])
     assert (args.k, args.session) == (3, "s")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
@@ -25,3 +27,10 @@ def test_graph_input_removes_nul_like_the_cli() -> None:
     question, history = split_conversation([HumanMessage("a\x00b"), AIMessage("ok"), HumanMessage(" c\x00d ")])
     assert question == clean_question(" c\x00d ") == "cd"
     assert history[0]["role"] == "user"
+
+
+# --- issue 25, item 3: bytes that are not UTF-8 are refused before any work --------------------------------
+@pytest.mark.parametrize(("raw", "byte"), [("caf\udce9", "\\xe9"), ("\udcff", "\\xff"), ("ok \ud800", "\\ud800")])
+def test_cli_rejects_text_that_is_not_utf8(raw: str, byte: str) -> None:
+    with pytest.raises(InvalidQuestionError, match=rf"not valid UTF-8 \(byte {re.escape(byte)}\)"):
+        clean_question(raw)
