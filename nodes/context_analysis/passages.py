@@ -277,6 +277,23 @@ def _statement(lines: list[Line], k: int, hi: int) -> list[int]:
         out.append(nxt)
 
 
+def run_lines(lines: list[Line], a: int, b: int, wanted: set[str]) -> list[int]:
+    """The lines shown of a long run of code between definitions (constants, tables, imports): its first
+    MAX_CODE_LINES lines, unless the lines that use the asked-about names lie past them; then its first line
+    and those lines with the statements they open.
+
+    Cut at its head alone, a 50-line run of `xN = N` never showed `x49999 = 49999` to a question about
+    `x49999`: the gate passed the row and the analysis found nothing to quote (issue 25, item 8). Runs whose
+    head already shows a used line keep their head, so nothing else changes.
+    """
+    head = list(range(a, min(b, a + MAX_CODE_LINES - 1) + 1))
+    used = [k for k in range(a, b + 1) if lines[k].text.strip() and _uses(lines[k].text, wanted)]
+    if not used or used[0] <= head[-1]:
+        return head
+    shown = list(dict.fromkeys(n for k in used for n in _statement(lines, k, b)))
+    return sorted({a, *shown[: MAX_CODE_LINES - 1]})
+
+
 def _code_text(lines: list[Line], picked: list[int]) -> str:
     parts: list[str] = []
     for n, k in enumerate(picked):
@@ -304,7 +321,9 @@ def code_candidates(row: EvidenceRow, wanted: set[str]) -> list[Candidate]:
             header = _header(lines, a, b)
             name = next((m.group(1) for k in header if (m := DEFINITION.match(lines[k].text))), "")
             size = b - a + 1
-            if size <= MAX_CODE_LINES or not header:
+            if size > MAX_CODE_LINES and not header:
+                picked = run_lines(lines, a, b, wanted)
+            elif size <= MAX_CODE_LINES:
                 picked = list(range(a, min(b, a + MAX_CODE_LINES - 1) + 1))
             else:
                 used = list(dict.fromkeys(n for k in range(a, b + 1) if k not in header
