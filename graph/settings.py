@@ -5,8 +5,10 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from stores.errors import UsageError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,14 +28,14 @@ class GigaChatSettings(BaseSettings):
     base_url: str | None = None
     auth_url: str | None = None
     verify_ssl_certs: bool = True
-    timeout: float = 30.0
+    timeout: float = Field(default=30.0, gt=0)
     """Seconds per request for answers."""
-    router_timeout: float = 8.0
+    router_timeout: float = Field(default=8.0, gt=0)
     """Seconds the router waits for the LLM before falling back."""
-    request_deadline: float = 20.0
+    request_deadline: float = Field(default=20.0, gt=0)
     """Seconds of LLM time one request may spend in total (router, rewrite, analysis, composition); once a
     call has timed out, the rest of the request runs offline at once."""
-    max_retries: int = 1
+    max_retries: int = Field(default=1, ge=0)
 
     @property
     def enabled(self) -> bool:
@@ -52,20 +54,20 @@ class Settings(BaseSettings):
     embedder: str = "use"
     """Default embedder: `use` (USE-multilingual, 512), `e5` (multilingual-e5-small, 384),
     `gigachat`, `fake` (tests)."""
-    embed_batch_size: int = 32
+    embed_batch_size: int = Field(default=32, ge=1)
     """Texts per embedding call while indexing."""
-    parse_workers: int | None = None
+    parse_workers: int | None = Field(default=None, ge=0)
     """Processes that parse files while indexing: unset → cores − 1 (1 to 4); 0 → on the indexing thread."""
-    db_pool_size: int = 8
+    db_pool_size: int = Field(default=8, ge=1)
     """Connections in the process's one pool (every graph run, lane and index job of the process shares
     it); `lotsman serve` replicas each open up to this many, so size the database's `max_connections`
     at replicas × this + headroom."""
-    max_file_bytes: int = 1_000_000
+    max_file_bytes: int = Field(default=1_000_000, ge=1)
     default_session: str = "default"
-    token_cap: int = 4096
-    top_k: int = 12
-    """Evidence rows kept after fusion, before the token cap."""
-    lane_budget_ms: int = 2000
+    token_cap: int = Field(default=4096, ge=1)
+    top_k: int = Field(default=12, ge=1, le=200)
+    """Evidence rows kept after fusion, before the token cap (the run context's limits)."""
+    lane_budget_ms: int = Field(default=2000, ge=0)
     """A retrieval lane's statement that runs longer is cancelled by PostgreSQL and the question is answered
     from the other lanes (0 → no budget). A safety net for pathological queries, far above normal lane
     times (milliseconds to tens of milliseconds, `make bench`)."""
@@ -74,12 +76,64 @@ class Settings(BaseSettings):
     langsmith_api_key: SecretStr | None = Field(default=None, validation_alias="LANGSMITH_API_KEY")
     langsmith_project: str = Field(default="lotsman", validation_alias="LANGSMITH_PROJECT")
 
+    @field_validator("default_session")
+    @classmethod
+    def _names_a_session(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name a session")
+        return value
+
     @property
     def pg_data_path(self) -> Path:
         return self.data_dir / "pg"
 
 
+class SettingsError(UsageError):
+    """An environment variable holds a value Lotsman cannot use; the message names the variable."""
+
+
+def env_errors(exc: ValidationError, model: type[BaseSettings]) -> list[str]:
+    """pydantic's report on `model` as `NAME: problem (got 'value')`, one item per bad variable.
+
+    The variable is the field's alias (`LANGSMITH_TRACING`) or the model's prefix plus the field name; a
+    secret's value is never repeated (none can fail today: any string is a valid secret).
+    """
+    prefix = model.model_config.get("env_prefix", "")
+    fields = {}  # pydantic reports an aliased field under its alias
+    for field_name, field in model.model_fields.items():
+        alias = field.validation_alias if isinstance(field.validation_alias, str) else None
+        fields[alias or field_name] = (alias or f"{prefix}{field_name}", "SecretStr" in str(field.annotation))
+    parts = []
+    for err in exc.errors(include_url=False):
+        key = str(err["loc"][0]) if err["loc"] else ""
+        name, secret = fields.get(key, (f"{prefix}{key}", True))
+        got = f" (got {err['input']!r})" if err["type"] != "missing" and not secret else ""
+        parts.append(f"{name.upper()}: {err['msg'].removeprefix('Value error, ')}{got}")
+    return parts
+
+
+def load_settings() -> Settings:
+    """Settings from the environment, every unusable variable named in one `SettingsError`.
+
+    GigaChat's settings are read first and on their own: read through `Settings`' default factory, their
+    error would hide every other one.
+    """
+    problems: list[str] = []
+    try:
+        gigachat = GigaChatSettings()
+    except ValidationError as exc:
+        problems += env_errors(exc, GigaChatSettings)
+        gigachat = GigaChatSettings.model_construct()
+    try:
+        settings = Settings(gigachat=gigachat)
+    except ValidationError as exc:
+        problems += env_errors(exc, Settings)
+    if problems:
+        raise SettingsError(f"{'; '.join(problems)}: fix or unset the variable")
+    return settings
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """Settings read once per process; tests build `Settings(...)` directly instead."""
-    return Settings()
+    """Settings read once per process (see `load_settings`); tests build `Settings(...)` directly instead."""
+    return load_settings()
