@@ -1,9 +1,14 @@
-"""Citation verification: keep only `path:start-end` references that lie inside retrieved evidence."""
+"""Citation verification: keep only `path:start-end` references that lie inside retrieved evidence.
+
+Document text quoted in an answer is data: citation-shaped text in it (`[secrets.py:1-9999]`, a bare
+`a.md:3-5`) is shown between ⟦ ⟧ (`neutralize_citations`), so it can neither pass for one of the answer's
+citations to a reader nor be read as one by `verify_citations`, which skips ⟦ ⟧ and fenced code.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from nodes.answer_composition.models import Citation
 from nodes.evidence import EvidenceRow
@@ -20,6 +25,49 @@ _CITATION = re.compile(
 )
 
 
+INERT_OPEN, INERT_CLOSE = "⟦", "⟧"
+"""What citation-shaped document text is shown between instead of `[ ]` (visible in plain and rendered text)."""
+_INERT = re.compile(f"{INERT_OPEN}[^{INERT_OPEN}{INERT_CLOSE}\\[\\]\n]*{INERT_CLOSE}")
+"""Inert text: no square brackets inside (`⟦ [a.py:1-2] ⟧` holds a citation's shape, so it is not inert)."""
+_FENCED = re.compile(r"(?ms)^[ \t]*(```|~~~)[^\n]*\n.*?^[ \t]*\1[ \t]*$")
+"""A fenced code block, from its opening to its closing fence line."""
+_FILE_PATH = re.compile(r"(?:[\w.-]+/)+[\w.-]*\w|(?:[\w.-]+/)*[\w.-]+\.(?:" + "|".join(_KNOWN_EXT) + r")")
+"""What a cited path looks like: a known extension or a folder (`[10:12]`, `[localhost:8000]` are not files)."""
+
+
+def _file_items(group: str) -> bool:
+    """Whether a bracket group holds an item shaped like a citation of a file."""
+    return any((m := _ITEM.fullmatch(item.strip())) is not None and _FILE_PATH.fullmatch(m["path"]) is not None
+               for item in re.split(r"[,;]", group))
+
+
+def neutralize_citations(text: str) -> str:
+    """Document text with each citation-shaped part between ⟦ ⟧ instead of `[ ]`, for quoting in an answer.
+
+    `[secrets.py:1-9999]` → `⟦secrets.py:1-9999⟧`, `see a.md:3-5` → `see ⟦a.md:3-5⟧`; other brackets (links,
+    `hl[10:12]`, `[localhost:8000]`) and text already inert stay as they are.
+    """
+    def replace(match: re.Match[str]) -> str:
+        lead = match.group("lead")
+        if match.group("bare"):
+            return f"{lead}{INERT_OPEN}{match.group(0)[len(lead):]}{INERT_CLOSE}"
+        if _file_items(match.group("group")):
+            return f"{lead}{INERT_OPEN}{match.group('group')}{INERT_CLOSE}"
+        return match.group(0)
+
+    return _outside_inert(text, lambda part: _CITATION.sub(replace, part))
+
+
+def _outside_inert(text: str, fn: Callable[[str], str]) -> str:
+    """`fn` applied to the parts of `text` outside ⟦ ⟧ (those stay as they are)."""
+    out, pos = [], 0
+    for m in _INERT.finditer(text):
+        out += [fn(text[pos : m.start()]), m.group(0)]
+        pos = m.end()
+    out.append(fn(text[pos:]))
+    return "".join(out)
+
+
 def _norm(path: str) -> str:
     return path[2:] if path.startswith("./") else path
 
@@ -34,7 +82,9 @@ def verify_citations(text: str, rows: Sequence[EvidenceRow]) -> tuple[str, list[
 
     Citations are `[path:start-end]`, `[path:line]`, groups `[a.md:1-2, b.py:7]`, or bare `path:start-end`
     with a known file extension. A citation is valid when one retrieved row of the same path contains the
-    whole range. Bracket text that is not citation-shaped (`[see above]`, `[a.md:x]`) is left alone.
+    whole range. Bracket text that is not citation-shaped (`[see above]`, `[a.md:x]`) is left alone, and so
+    is quoted text: citation-shaped text inside fenced code is made inert (`neutralize_citations`), and
+    inert text (between ⟦ ⟧) is neither a citation nor removed.
 
     Args:
         text: The model's answer.
@@ -69,7 +119,8 @@ def verify_citations(text: str, rows: Sequence[EvidenceRow]) -> tuple[str, list[
             return ""
         return f"{lead}[{', '.join(kept)}]"
 
-    clean = _CITATION.sub(replace, text)
+    quoted = _FENCED.sub(lambda m: neutralize_citations(m.group(0)), text)
+    clean = _outside_inert(quoted, lambda part: _CITATION.sub(replace, part))
     if removed:
         clean = re.sub(r"[ \t]*\(\s*[,;]?\s*\)", "", clean)  # "(docs/x.md:1-2)" emptied to "()"
         clean = re.sub(r"[ \t]+([.,;:!?])", r"\1", clean)

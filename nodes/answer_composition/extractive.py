@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from nodes.answer_composition.citations import neutralize_citations
 from nodes.answer_composition.models import Answer, Citation
 from nodes.context_analysis import Analysis, FileEvidence, Span, strip_markup
 from nodes.intent_routing.models import RouteResult, Subintent
@@ -52,7 +53,13 @@ def _cite(item: Span | FileEvidence) -> Citation:
 
 
 def _prose(text: str) -> str:
-    return _ANCHOR.sub("", strip_markup(" ".join(text.split())))
+    """Document text on one line, citation-shaped parts made inert (only the answer's own citations read as
+    citations)."""
+    return neutralize_citations(_ANCHOR.sub("", strip_markup(" ".join(text.split()))))
+
+
+def _title(file: FileEvidence) -> str:
+    return neutralize_citations(file.title)
 
 
 def _clip(span: Span, limit: int) -> tuple[str, Citation]:
@@ -75,14 +82,14 @@ def _clip(span: Span, limit: int) -> tuple[str, Citation]:
 def _block(span: Span, limit: int | None = None) -> tuple[str, Citation]:
     """A passage as a reader sees it: code fenced, prose as a quote, the citation on the last line."""
     text, cite = _clip(span, limit) if limit else (span.text.strip("\n"), _cite(span))
-    lines = text.split("\n")
+    lines = neutralize_citations(text).split("\n")
     if span.code:
         indent = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
         body = "\n".join(line[indent:].rstrip() for line in lines if not line.strip().startswith("```"))
         lang = "python" if span.path.endswith((".py", ".pyi")) else ""
         return f"```{lang}\n{body}\n```\n[{cite}]", cite
     if "\n" not in text.strip():
-        return f"> {_prose(text)} [{cite}]", cite
+        return f"> {_prose(text)} [{cite}]", cite  # _prose makes its citation-shaped parts inert
     quoted = "\n".join(f"> {_ANCHOR.sub('', line.rstrip())}".rstrip() for line in unindent_paragraphs(lines))
     return f"{quoted}\n[{cite}]", cite
 
@@ -121,7 +128,7 @@ def _where(span: Span, words: dict[str, str]) -> str:
 
 
 def _title_line(file: FileEvidence) -> str:
-    return f"- `{file.path}` — {file.title}" if file.title else f"- `{file.path}`"
+    return f"- `{file.path}` — {_title(file)}" if file.title else f"- `{file.path}`"
 
 
 def _not_found(analysis: Analysis) -> Answer:
@@ -140,7 +147,8 @@ def _find_files(analysis: Analysis) -> Answer:
     for i, file in enumerate(analysis.files[:MAX_FILES], start=1):
         cite = _cite(file)
         reason = _prose(file.reason)
-        about = f"{file.title}: {reason}" if file.title and file.title != reason else reason
+        title = _title(file)
+        about = f"{title}: {reason}" if title and title != reason else reason
         lines.append(f"{i}. `{file.path}` — {about} [{cite}]")
         cites.append(cite)
     text = words["find_lead"] + "\n" + "\n".join(lines)
@@ -169,7 +177,7 @@ def _summary(analysis: Analysis) -> Answer:
         if items:
             parts.append(words["support"] + "\n\n" + "\n\n".join(items))
     if analysis.conflicts:
-        parts.append(words["conflicts"].format(notes="; ".join(analysis.conflicts)))
+        parts.append(words["conflicts"].format(notes=neutralize_citations("; ".join(analysis.conflicts))))
     return Answer(text="\n\n".join(parts), citations=list(dict.fromkeys(cites)), mode="extractive")
 
 
