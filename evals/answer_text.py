@@ -1,16 +1,20 @@
 """Reading an answer as a user would: its own words, its quoted passages, the files it cites or lists.
 
-The answer metrics (issue 12) give credit only for what the answer itself says, so the labels the composer
-adds around quotes — citations `[path:a-b]`, bare `path:a-b`, file paths, the sources and nearest-files
-lists — are taken out first. The rules go by the shape of the text, not by the composer's templates, so
-they keep working when the answer format changes.
+The answer metrics (issues 12 and 28) give credit only for what the answer itself says, so the labels the
+composer adds around quotes are taken out first: citations `[path:a-b]`, bare `path:a-b`, file paths, the
+sources and nearest-files lists (by the shape of the text), and the lines the extractive composer builds
+from headings and symbol names — the lead line (`Ответ — в `path`, раздел «…»:`), the supporting
+passages' labels (`` `path` — «section»: ``) and a FIND_FILES entry's title (by its templates,
+`nodes.answer_composition.TEMPLATES`, and the titles and sections of the analysis it composed from).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from nodes.answer_composition import TEMPLATES
 
 _EXT = r"(?:md|markdown|rst|txt|py|pyi|yaml|yml|json|toml|cfg|ini|html)"
 _PATH = r"(?:[\w.-]+/)*[\w.-]*\w\." + _EXT + r"|(?:[\w.-]+/)+[\w.-]*\w"
@@ -24,6 +28,23 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _QUOTE_LINE = re.compile(r"^\s*>")
 # A list item that only names a file (`- `docs/a.md` — Title`): a sources or nearest-files entry.
 _FILE_ENTRY = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+`?(?:" + _PATH + r")`?(?:\s*(?:[—–:-].*)?)?$")
+
+
+def _template_line(template: str) -> re.Pattern[str]:
+    """A whole line made by one of the composer's templates: `{path}` is a backticked path, any other slot
+    (`{where}`, the section or definition label) is the rest of the line."""
+    parts = re.split(r"(\{\w+\})", template)
+    body = "".join(r"[^`\n]+" if p == "{path}" else r"[^\n]*" if p.startswith("{") else re.escape(p) for p in parts)
+    return re.compile(r"^\s*" + body + r"\s*$")
+
+
+# Lines of the extractive composer that only label what follows: the lead line naming the file and its
+# section or definition, the "see also" and "files" headers, a supporting passage's `path` — «section».
+_LABEL_LINES = [_template_line(words[key]) for words in TEMPLATES.values()
+                for key in ("lead", "support", "find_lead", "nearest")]
+_SUPPORT_LABEL = re.compile(r"^\s*`[^`\n]+`(?:\s+—\s+(?:«[^\n]*»|“[^\n]*”))?:\s*$")
+# A FIND_FILES entry: `1. `path` — Title: the line that justifies it [path:a-b]`.
+_FILE_ITEM = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+`[^`\n]+`\s+—\s+)(.*)$", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -109,13 +130,40 @@ def _file_listing(block: Block) -> bool:
     return all(_FILE_ENTRY.match(line) for line in block.text.splitlines() if line.strip())
 
 
-def own_blocks(answer: str, *, file_answer: bool = False) -> list[Block]:
-    """Blocks that are the answer's own text: file listings and the header line above them dropped.
+def label_block(block: Block) -> bool:
+    """A line the composer builds from a file's path and a heading or symbol name, not a statement."""
+    text = block.text.strip()
+    return (block.kind == "paragraph" and "\n" not in text
+            and (any(p.match(text) for p in _LABEL_LINES) or bool(_SUPPORT_LABEL.match(text))))
+
+
+def _drop_title(block: Block, labels: list[str]) -> Block:
+    """A FIND_FILES entry without its title and section prefixes (`Title: section: line` → `line`)."""
+    m = _FILE_ITEM.match(block.text) if labels else None
+    if m is None:
+        return block
+    about = m.group(2)
+    changed = True
+    while changed:
+        changed = False
+        flat = " ".join(about.split())
+        for label in labels:
+            if flat == label or flat.startswith(label + " [") or flat.startswith(label + ": "):
+                about = flat[len(label):].removeprefix(":").lstrip()
+                changed = True
+                break
+    return replace(block, text=m.group(1) + about)
+
+
+def own_blocks(answer: str, *, file_answer: bool = False, labels: Iterable[str] = ()) -> list[Block]:
+    """Blocks that are the answer's own text: file listings and the header line above them dropped, and
+    the composer's labels (`label_block`; titles and sections in `labels` heading a FIND_FILES entry).
 
     In a FIND_FILES answer (`file_answer`) the list of files *is* the answer: its entries stay (their file
-    paths are still stripped as labels), so the one line that justifies each file counts.
+    paths and titles are still stripped as labels), so the one line that justifies each file counts.
     """
-    parts = blocks(answer)
+    names = sorted({" ".join(n.split()) for n in labels if n.strip()}, key=len, reverse=True)
+    parts = [_drop_title(b, names) for b in blocks(answer) if not label_block(b)]
     if file_answer:
         return parts
     keep: list[Block] = []
@@ -130,13 +178,15 @@ def own_blocks(answer: str, *, file_answer: bool = False) -> list[Block]:
     return keep
 
 
-def own_text(answer: str, known_paths: Iterable[str] = (), *, file_answer: bool = False) -> str:
-    """What the answer says in its own words: no citations, no file paths, no sources/nearest lists."""
+def own_text(answer: str, known_paths: Iterable[str] = (), *, file_answer: bool = False,
+             labels: Iterable[str] = ()) -> str:
+    """What the answer says in its own words: no citations, file paths, sources/nearest lists or labels."""
     paths = list(known_paths)
-    return "\n\n".join(strip_labels(b.text, paths) for b in own_blocks(answer, file_answer=file_answer))
+    return "\n\n".join(strip_labels(b.text, paths)
+                       for b in own_blocks(answer, file_answer=file_answer, labels=labels))
 
 
-def passages(answer: str, known_paths: Iterable[str] = ()) -> list[str]:
+def passages(answer: str, known_paths: Iterable[str] = (), *, labels: Iterable[str] = ()) -> list[str]:
     """The quoted passages: quote blocks, fenced code and every cited block, labels stripped.
 
     A passage is a block the answer presents as taken from a file: a `>` quote, a fenced code block, or a
@@ -145,7 +195,7 @@ def passages(answer: str, known_paths: Iterable[str] = ()) -> list[str]:
     """
     paths = list(known_paths)
     found = []
-    for block in own_blocks(answer):
+    for block in own_blocks(answer, labels=labels):
         if block.kind in ("quote", "fence") or has_citation(block.text):
             text = strip_labels(block.text, paths)
             if re.search(r"\w", text):

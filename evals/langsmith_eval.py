@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from evals.cases import load_dataset
-from evals.scoring import OUTPUT_FIELDS, plain, score_case
+from evals.scoring import OUTPUT_FIELDS, labels_of, plain, score_case
 from evals.summary import METRICS, aggregate
 from evals.wiring import eval_context, eval_deps
 from stores.errors import LotsmanError
 
-CASE_KEYS = ("route_correct", "recall_at_5", "recall_at_10", "mrr", "key_fact_coverage", "key_fact_coverage_legacy",
-             "lead_citation_in_gold", "citations_removed_share", "passage_precision", "answer_chars", "abstained",
-             "empty_candidates")
+CASE_KEYS = ("route_correct", "recall_at_5", "recall_at_10", "mrr", "code_gold_recall_at_5", "key_fact_coverage",
+             "lead_citation_in_gold", "lead_citation_in_gold_answered", "passage_precision",
+             "passage_precision_answered", "citations_removed_share", "answer_chars", "abstained", "empty_candidates")
 """Per-case feedback keys (columns of `score_case` rows)."""
 
 
@@ -43,20 +43,23 @@ def case_of(inputs: dict[str, Any], reference_outputs: dict[str, Any]) -> dict[s
             **ref}
 
 
+def _llm(outputs: dict[str, Any]) -> bool:
+    # The target records which answerer ran (`graph_target(..., llm=...)`), as the offline report does.
+    return outputs.get("answers") == "llm"
+
+
 def per_case(inputs: dict[str, Any], outputs: dict[str, Any], reference_outputs: dict[str, Any]) -> dict[str, Any]:
     """Per-case feedback: every defined column of the offline row (n/a columns are left out)."""
-    row = score_case(case_of(inputs, reference_outputs), outputs)
-    results = [{"key": k, "score": float(row[k])} for k in CASE_KEYS if row[k] is not None]
-    if row["code_gold"]:
-        results.append({"key": "code_gold_recall_at_5", "score": float(row["recall_at_5"])})
-    return {"results": results}
+    row = score_case(case_of(inputs, reference_outputs), outputs, llm=_llm(outputs))
+    return {"results": [{"key": k, "score": float(row[k])} for k in CASE_KEYS if row[k] is not None]}
 
 
 def summary(inputs: Sequence[dict[str, Any]], outputs: Sequence[dict[str, Any]],
             reference_outputs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Experiment-level feedback: `aggregate` over the same rows the offline report is built from."""
-    rows = [score_case(case_of(i, r), o or {}) for i, o, r in zip(inputs, outputs, reference_outputs, strict=True)]
-    metrics = aggregate(rows)
+    rows = [score_case(case_of(i, r), o or {}, llm=_llm(o or {}))
+            for i, o, r in zip(inputs, outputs, reference_outputs, strict=True)]
+    metrics = aggregate(rows, llm=any(_llm(o or {}) for o in outputs))
     return {"results": [{"key": key, "score": float(metrics[key])} for _, key in METRICS
                         if metrics.get(key) is not None]}
 
@@ -74,15 +77,18 @@ def upload_dataset(client: Any, dataset_path: Path) -> str:
     return name
 
 
-def outputs_of(state: dict[str, Any]) -> dict[str, Any]:
-    """The fields scoring reads; evidence rows reduced to their location (their text stays out of the run)."""
+def outputs_of(state: dict[str, Any], *, llm: bool = False) -> dict[str, Any]:
+    """The fields scoring reads; evidence rows reduced to their location and the analysis to its labels
+    (their text stays out of the run)."""
     out = {k: plain(state.get(k)) for k in OUTPUT_FIELDS}
     out["evidence"] = [{k: e.get(k) for k in ("path", "span_start", "span_end", "layer")}
                        for e in out["evidence"] or []]
+    out["analysis"] = labels_of(state.get("analysis"))
+    out["answers"] = "llm" if llm else "extractive"
     return out
 
 
-def graph_target(graph: Any, context: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
+def graph_target(graph: Any, context: Any, *, llm: bool = False) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The evaluate() target: runs one example through the graph and returns the fields scoring reads."""
     from langchain_core.messages import AIMessage, HumanMessage
 
@@ -93,7 +99,7 @@ def graph_target(graph: Any, context: Any) -> Callable[[dict[str, Any]], dict[st
 
         async def go() -> dict[str, Any]:
             await graph.ainvoke({"messages": messages}, config=config, context=context)
-            return outputs_of((await graph.aget_state(config)).values)
+            return outputs_of((await graph.aget_state(config)).values, llm=llm)
 
         return asyncio.run(go())
 
@@ -117,18 +123,18 @@ def upload_and_evaluate(dataset_path: Path, report: dict[str, Any], settings: An
         from langsmith import Client
 
         client = Client(api_key=settings.langsmith_api_key.get_secret_value())
+    llm = report.get("answers") == "llm"  # the same answerer as the offline run it is compared with
     if graph is None:
         from langgraph.checkpoint.memory import InMemorySaver
 
         from graph.builder import build_graph
 
-        llm = report.get("answers") == "llm"  # the same answerer as the offline run it is compared with
         graph = build_graph(eval_deps(settings, report["retriever"], llm), checkpointer=InMemorySaver())
         context = eval_context(report["session"], report["retriever"], settings)
     name = upload_dataset(client, dataset_path)
     offline = {key: report.get(key) for _, key in METRICS}
     results = client.evaluate(
-        graph_target(graph, context), data=name, evaluators=EVALUATORS, summary_evaluators=SUMMARY_EVALUATORS,
+        graph_target(graph, context, llm=llm), data=name, evaluators=EVALUATORS, summary_evaluators=SUMMARY_EVALUATORS,
         experiment_prefix=f"lotsman-{report['retriever']}", max_concurrency=0,
         metadata={"retriever": report["retriever"], "embedder": report["embedder"],
                   "answers": report.get("answers", "extractive"), "offline_summary": offline},

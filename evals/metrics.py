@@ -12,10 +12,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from evals.answer_text import cited_paths, listed_files, own_text, passages
+from evals.facts import fact_in_text
 
-_PUNCT = re.compile(r"[^\w]+", re.UNICODE)
-_WORD = re.compile(r"\w+", re.UNICODE)
-_TOKEN = re.compile(r"--?[\w-]+|\w+(?:\.\w+)*(?:\(\))?")
 _PATH_FACT = re.compile(r"^[\w.-]+(?:/[\w.-]+)*\.\w+$|^[\w.-]+(?:/[\w.-]+)+/?$")
 
 
@@ -42,25 +40,20 @@ def reciprocal_rank(retrieved: Sequence[str], gold: Sequence[str]) -> float:
     return 0.0
 
 
-def has_code_gold(gold: Sequence[str]) -> bool:
-    """The case counts for code-gold recall@5: one of its gold files is Python."""
-    return any(g.endswith(".py") for g in gold)
+def code_gold(gold: Sequence[str]) -> list[str]:
+    """The Python files among a case's gold files: a case with any counts for code-gold recall@5."""
+    return [g for g in gold if g.endswith(".py")]
+
+
+def code_gold_recall_at_k(retrieved: Sequence[str], gold: Sequence[str], k: int) -> float | None:
+    """Recall@k of the case's `.py` gold files only (a mixed case's docs gold does not count); None without."""
+    code = code_gold(gold)
+    return recall_at_k(retrieved, code, k) if code else None
 
 
 # --- answers ---------------------------------------------------------------------------------------
-def fold(text: str) -> str:
-    """Lower-case, punctuation and whitespace folded to single spaces."""
-    return " ".join(_PUNCT.sub(" ", text.lower()).split())
-
-
-def contains_words(text: str, phrase: str) -> bool:
-    """The folded phrase occurs in the folded text as whole words (`422` is not in `4220`)."""
-    p = fold(phrase)
-    return bool(p) and f" {p} " in f" {fold(text)} "
-
-
 def fact_covered(fact: str, answer: str, *, listed: Sequence[str] = ()) -> bool:
-    """A key fact is covered when its words occur, whole and in order, in the answer's own text.
+    """A key fact is covered when the answer's own text states it (`evals.facts.fact_in_text`).
 
     `answer` must already be the answer's own text (`evals.answer_text.own_text`). A fact that is itself a
     path may instead match one of `listed` (the files of a FIND_FILES answer), whole or as a path suffix.
@@ -68,52 +61,35 @@ def fact_covered(fact: str, answer: str, *, listed: Sequence[str] = ()) -> bool:
     if _PATH_FACT.match(fact.strip()) and any(p == fact.strip() or p.endswith("/" + fact.strip().lstrip("/"))
                                               for p in listed):
         return True
-    return contains_words(answer, fact)
+    return fact_in_text(fact, answer)
 
 
 def key_fact_coverage(facts: Sequence[str], answer: str, *, abstained: bool = False, find_files: bool = False,
-                      known_paths: Iterable[str] = ()) -> float | None:
+                      known_paths: Iterable[str] = (), labels: Iterable[str] = ()) -> float | None:
     """Share of key facts the answer states in its own text; 0 when it abstains, None with no facts.
 
-    Citations, file paths of retrieved files, and the sources / nearest-files lists give no credit; a
-    path-shaped fact may match the listed files of a FIND_FILES answer (`find_files=True`).
+    Citations, file paths of retrieved files, the sources / nearest-files lists and the labels the composer
+    builds from headings and symbol names (`labels`: the titles and sections it may print) give no credit;
+    a path-shaped fact may match the listed files of a FIND_FILES answer (`find_files=True`).
     """
     if not facts:
         return None
     if abstained:
         return 0.0
     paths = list(known_paths)
-    text = own_text(answer, paths, file_answer=find_files)
+    text = own_text(answer, paths, file_answer=find_files, labels=labels)
     listed = listed_files(answer, paths) if find_files else []
     return sum(1 for f in facts if fact_covered(f, text, listed=listed)) / len(facts)
 
 
-def fact_covered_legacy(fact: str, answer: str) -> bool:
-    """The SPEC §7 rule before issue 12: the folded fact is a substring of the whole answer (citations
-    and file lists included), or ≥ 60% of its words (3+ letters, compared by their first 5 letters) occur."""
-    f, a = fold(fact), fold(answer)
-    if f and f in a:
-        return True
-    words = [w for w in _WORD.findall(f) if len(w) >= 3]
-    if not words:
-        return False
-    answer_stems = {w[:5] for w in _WORD.findall(a)}
-    return sum(1 for w in words if w[:5] in answer_stems) / len(words) >= 0.6
-
-
-def key_fact_coverage_legacy(facts: Sequence[str], answer: str) -> float:
-    """Kept only to show old and new numbers side by side once."""
-    if not facts:
-        return 1.0
-    return sum(1 for f in facts if fact_covered_legacy(f, answer)) / len(facts)
-
-
-def lead_citation_in_gold(citations: Sequence[dict[str, Any]], answer: str, gold: Sequence[str]) -> float | None:
-    """1.0 when the answer's first cited file is a gold file, 0.0 when not, None when nothing is cited."""
+def lead_citation_in_gold(citations: Sequence[dict[str, Any]], answer: str, gold: Sequence[str], *,
+                          abstained: bool = False) -> float:
+    """1.0 when the answer's first cited file is a gold file; 0.0 when it is not, when nothing is cited and
+    when the answer abstains (a refusal earns no citation credit)."""
+    if abstained:
+        return 0.0
     first = citations[0]["path"] if citations else next(iter(cited_paths(answer)), None)
-    if first is None:
-        return None
-    return 1.0 if first in set(gold) else 0.0
+    return 1.0 if first is not None and first in set(gold) else 0.0
 
 
 def citations_removed_share(removed: int | None, kept: int) -> float | None:
@@ -123,27 +99,40 @@ def citations_removed_share(removed: int | None, kept: int) -> float | None:
     return removed / (removed + kept)
 
 
+# A token of a key fact: `--flag`, `Content-Type`, `dotted.name()`, `snake_case` (hyphens inside a word stay).
+_TOKEN = re.compile(r"-{0,2}\w[\w-]*(?:\.\w[\w-]*)*(?:\(\))?")
+
+
 def _identifier_shaped(token: str) -> bool:
-    # snake_case, CamelCase / APIRouter, dotted.names, --flags, calls(): words no prose would use.
+    # snake_case, CamelCase / APIRouter / Content-Type, dotted.names, --flags, calls(): words no prose would use.
     word = token.strip("-_.()")
     return len(word) >= 3 and (token.startswith("-") or "_" in word or "." in word or token.endswith("()")
                                or (any(c.isupper() for c in word[1:]) and any(c.islower() for c in word)))
 
 
 def gold_identifiers(facts: Sequence[str]) -> list[str]:
-    """Identifier-shaped tokens named in the key facts (`allow_origins` of `allow_origins=["*"]`)."""
+    """Identifier-shaped tokens named in the key facts (`allow_origins` of `allow_origins=["*"]`).
+
+    A hyphenated word is one token: `Content-Type` names the header, never the stray word `type`."""
     found = [m.group(0).removesuffix("()") for f in facts for m in _TOKEN.finditer(f)
              if _identifier_shaped(m.group(0))]
     return list(dict.fromkeys(found))
 
 
-def passage_precision(answer: str, facts: Sequence[str], known_paths: Iterable[str] = ()) -> float | None:
-    """Share of the answer's quoted passages that contain a key fact or a gold identifier (None: no quote)."""
-    quoted = passages(answer, list(known_paths))
+def passage_precision(answer: str, facts: Sequence[str], known_paths: Iterable[str] = (), *,
+                      abstained: bool = False, labels: Iterable[str] = ()) -> float:
+    """Share of the answer's quoted passages that state a key fact or a gold identifier.
+
+    0 when the answer abstains or quotes nothing: the figure over all answerable cases must not rise
+    because hard questions were refused (issue 28); the caller reports the answered-only figure apart.
+    """
+    if abstained:
+        return 0.0
+    quoted = passages(answer, list(known_paths), labels=labels)
     if not quoted:
-        return None
+        return 0.0
     needles = list(facts) + gold_identifiers(facts)
-    return sum(1 for q in quoted if any(contains_words(q, n) for n in needles)) / len(quoted)
+    return sum(1 for q in quoted if any(fact_in_text(n, q) for n in needles)) / len(quoted)
 
 
 # --- set level -------------------------------------------------------------------------------------
@@ -175,11 +164,16 @@ def percentile(values: Sequence[float], pct: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (idx - lo)
 
 
-def latency_summary(per_case: Sequence[dict[str, float]]) -> dict[str, dict[str, float]]:
-    """Per node p50/p95 in ms (plus `total`)."""
+def latency_summary(per_case: Sequence[dict[str, float]], wall_ms: Sequence[float] = ()) -> dict[str, dict[str, float]]:
+    """Per node p50/p95 in ms, plus `case wall`: each case's wall-clock time around the whole graph run.
+
+    The wall time is measured, not the sum of the node timings, so it includes the graph's own overhead
+    (checkpointing, scheduling) that no node reports.
+    """
     nodes: dict[str, list[float]] = {}
     for timings in per_case:
         for node, ms in timings.items():
             nodes.setdefault(node, []).append(ms)
-        nodes.setdefault("total", []).append(sum(timings.values()))
+    if wall_ms:
+        nodes["case wall"] = list(wall_ms)
     return {n: {"p50": round(percentile(v, 50), 2), "p95": round(percentile(v, 95), 2)} for n, v in nodes.items()}

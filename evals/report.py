@@ -21,7 +21,8 @@ def cell(key: str, value: Any) -> str:
 
 
 def format_table(report: dict[str, Any]) -> str:
-    """Per-corpus columns plus the macro average; per-node latency p50/p95 in ms at the bottom."""
+    """Per-corpus columns plus the macro average; latency p50/p95 in ms at the bottom (per node, and each
+    case's wall time, pooled over all cases in the macro column); in `--llm` runs, why answers fell back."""
     columns = {**{name: r for name, r in report["corpora"].items()}, "macro": report["macro"]}
     width = max(12, *(len(n) + 2 for n in columns))
     head = f"retriever={report['retriever']} · embedder={report['embedder']}"
@@ -41,6 +42,9 @@ def format_table(report: dict[str, Any]) -> str:
             lat = c.get("latency_ms", {}).get(node)
             row.append(f"{lat['p50']:.0f}/{lat['p95']:.0f}" if lat else "-")
         lines.append(f"  {node:<23}" + "".join(f"{v:>{width}}" for v in row))
+    for name, corpus in report["corpora"].items():
+        for reason, count in sorted((corpus.get("fallback_reasons") or {}).items()):
+            lines.append(f"fallback {name}: {count} × {reason or 'no reason given'}")
     return "\n".join(lines)
 
 

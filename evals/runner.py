@@ -21,8 +21,13 @@ from evals.wiring import eval_context, eval_deps
 from stores.errors import LotsmanError
 
 
-async def run_cases(graph: Any, cases: list[dict[str, Any]], context: Any) -> list[dict[str, Any]]:
-    """Each case on a fresh thread (its history as earlier turns), scored from the final state."""
+async def run_cases(graph: Any, cases: list[dict[str, Any]], context: Any, *, llm: bool = False
+                    ) -> list[dict[str, Any]]:
+    """Each case on a fresh thread (its history as earlier turns), scored from the final state.
+
+    `wall_ms` is the case's wall-clock time around the whole graph run (the node timings leave out the
+    graph's own overhead).
+    """
     from langchain_core.messages import AIMessage, HumanMessage
 
     results = []
@@ -30,9 +35,11 @@ async def run_cases(graph: Any, cases: list[dict[str, Any]], context: Any) -> li
         messages = [HumanMessage(t["content"]) if t["role"] == "user" else AIMessage(t["content"])
                     for t in case["history"]] + [HumanMessage(case["question"])]
         config = {"configurable": {"thread_id": f"eval-{case['id']}-{time.time_ns()}"}}
+        t0 = time.perf_counter()
         await graph.ainvoke({"messages": messages}, config=config, context=context)
+        wall_ms = round((time.perf_counter() - t0) * 1000, 2)
         state = (await graph.aget_state(config)).values
-        results.append(score_case(case, state))
+        results.append({**score_case(case, state, llm=llm), "wall_ms": wall_ms})
     return results
 
 
@@ -53,13 +60,14 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
     The session is `--session`, else `eval-<label or corpus folder>-<embedder>`, so each corpus keeps its
     own index across runs.
     """
+    cases = load_dataset(dataset)[:limit]  # a bad dataset is one line before anything is indexed
+
     from langgraph.checkpoint.memory import InMemorySaver
 
     from graph.builder import build_graph
     from stores.embedders import make_embedder
     from stores.indexing.service import index_repository
 
-    cases = load_dataset(dataset)[:limit]
     if not corpus.is_dir():
         raise LotsmanError(f"corpus not found: {corpus}")
     deps = deps or eval_deps(settings, retriever, llm)
@@ -73,12 +81,13 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
     graph = build_graph(deps, checkpointer=InMemorySaver())
     context = eval_context(session, retriever, settings)
     t0 = time.perf_counter()
-    results = asyncio.run(run_cases(graph, cases, context))
+    llm_run = answers_of(deps) == "llm"
+    results = asyncio.run(run_cases(graph, cases, context, llm=llm_run))
     return {
         "dataset": str(dataset), "corpus": str(corpus), "retriever": retriever, "embedder": emb.name,
         "answers": answers_of(deps),
         "session": session, "index_seconds": round(index_s, 2), "index_kind": report.kind,
-        "run_seconds": round(time.perf_counter() - t0, 2), **aggregate(results), "results": results,
+        "run_seconds": round(time.perf_counter() - t0, 2), **aggregate(results, llm=llm_run), "results": results,
     }
 
 
@@ -87,8 +96,11 @@ def run_jobs(jobs: Sequence[EvalJob], *, settings: Any, cache_dir: Path, retriev
              deps: Any = None, progress: Callable[[str], None] | None = None, llm: bool = False) -> dict[str, Any]:
     """Run several datasets, each on its own corpus and session; per-corpus reports plus the macro average.
 
-    `session` overrides the session name and only makes sense with one job.
+    `session` overrides the session name and only makes sense with one job. Every dataset is read first,
+    so a malformed or empty one stops the run before any corpus is assembled or indexed.
     """
+    for job in jobs:
+        load_dataset(job.dataset)
     deps = deps or eval_deps(settings, retriever, llm)  # one pool and embedder cache for all corpora
     corpora: dict[str, dict[str, Any]] = {}
     for job in jobs:
@@ -100,5 +112,6 @@ def run_jobs(jobs: Sequence[EvalJob], *, settings: Any, cache_dir: Path, retriev
                                 deps=deps)
     summaries = {name: {k: v for k, v in r.items() if k != "results"} for name, r in corpora.items()}
     embedders = sorted({r["embedder"] for r in corpora.values()})
+    rows = [row for r in corpora.values() for row in r.get("results", [])]
     return {"retriever": retriever, "embedder": ", ".join(embedders), "answers": answers_of(deps), "corpora": corpora,
-            "macro": macro(summaries)}
+            "macro": macro(summaries, rows)}

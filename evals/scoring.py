@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from evals.answer_text import passages
+from evals.answer_text import blocks, label_block, passages
 from evals.cases import route_label
 from evals.metrics import (
     citations_removed_share,
+    code_gold,
+    code_gold_recall_at_k,
     distinct_files,
-    has_code_gold,
     key_fact_coverage,
-    key_fact_coverage_legacy,
     lead_citation_in_gold,
     passage_precision,
     recall_at_k,
@@ -19,8 +19,11 @@ from evals.metrics import (
 )
 
 OUTPUT_FIELDS = ("answer", "citations", "citations_removed", "route", "abstained", "evidence", "retrieval",
-                 "timings_ms")
-"""The state fields scoring reads (LangSmith's target returns exactly these)."""
+                 "timings_ms", "analysis", "answer_mode", "offline_reason")
+"""The state fields scoring reads (LangSmith's target returns these; `analysis` reduced to its labels)."""
+
+FALLBACK = "extractive fallback"
+"""Answer mode of an `--llm` case answered by the extractive composer although the evidence sufficed."""
 
 
 def plain(value: Any) -> Any:
@@ -40,8 +43,54 @@ def _removed_count(state: dict[str, Any]) -> int | None:
     return removed if isinstance(removed, int) else len(removed)
 
 
-def score_case(case: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
-    """Per-case metrics and diagnostics; answer metrics of unanswerable cases are None."""
+def composer_labels(analysis: Any) -> list[str]:
+    """Titles and sections the composer may print as labels: the files' titles, the passages' headings
+    and definition names (what `own_text` must not credit as the answer's words)."""
+    data = plain(analysis) or {}
+    names = [f.get("title") or "" for f in data.get("files") or []]
+    names += [s.get("section") or "" for key in ("spans", "passages") for s in data.get(key) or []]
+    return list(dict.fromkeys(n for n in names if n.strip()))
+
+
+def labels_of(analysis: Any) -> dict[str, Any]:
+    """The analysis reduced to what scoring reads (LangSmith outputs carry this, not the passages' text)."""
+    data = plain(analysis) or {}
+    return {"files": [{"title": f.get("title", "")} for f in data.get("files") or []],
+            "spans": [{"section": s.get("section", "")} for s in data.get("spans") or []],
+            "passages": [{"section": s.get("section", "")} for s in data.get("passages") or []]}
+
+
+def answer_mode(state: dict[str, Any], *, llm: bool) -> tuple[str, str]:
+    """(mode, reason) of a case's answer: `llm`, `extractive fallback`, `extractive` (offline), `find_files`
+    or `not_found`.
+
+    The graph's own `answer_mode` / `offline_reason` outputs are used when it has them; otherwise the mode
+    is read from the text's shape (the extractive composer's lead line), and the reason is unknown.
+    """
+    mode, reason = state.get("answer_mode"), state.get("offline_reason") or ""
+    if state.get("abstained"):
+        return "not_found", reason
+    if mode is not None:
+        mode = str(mode)
+        if llm and mode == "extractive":
+            return FALLBACK, reason or "not recorded"
+        return mode, reason
+    if not llm:
+        return "extractive", "offline"
+    parts = blocks(state.get("answer") or "")
+    if parts and label_block(parts[0]):  # the extractive composer's lead or file-list line
+        if (plain(state.get("route")) or {}).get("subintent") == "FIND_FILES":
+            return "find_files", ""
+        return FALLBACK, "not recorded (the graph output has no offline_reason)"
+    return "llm", ""
+
+
+def score_case(case: dict[str, Any], state: dict[str, Any], *, llm: bool = False) -> dict[str, Any]:
+    """Per-case metrics and diagnostics; answer metrics of unanswerable cases are None.
+
+    `llm`: the run answers with the chat model (`--llm`), so citations can be removed and an extractive
+    answer is a fallback; offline, "citations removed" is n/a by construction.
+    """
     evidence = plain(state.get("evidence") or [])
     evidence_paths = [e["path"] for e in evidence]
     retrieved = distinct_files(evidence_paths)
@@ -54,6 +103,9 @@ def score_case(case: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
     route = route_label(plain(state.get("route") or {}))
     known = list(dict.fromkeys([*evidence_paths, *(c["path"] for c in citations)]))
     retrieval = plain(state.get("retrieval") or {})
+    labels = composer_labels(state.get("analysis"))
+    mode, reason = answer_mode(state, llm=llm)
+    removed = citations_removed_share(_removed_count(state), len(citations)) if mode == "llm" else None
 
     def ans(value: Any) -> Any:
         return value if answerable else None
@@ -77,15 +129,21 @@ def score_case(case: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
         "recall_at_5": ans(recall_at_k(retrieved, gold, 5)),
         "recall_at_10": ans(recall_at_k(retrieved, gold, 10)),
         "mrr": ans(reciprocal_rank(retrieved, gold)),
-        "code_gold": answerable and has_code_gold(gold),
+        "code_gold": answerable and bool(code_gold(gold)),
+        "code_gold_recall_at_5": ans(code_gold_recall_at_k(retrieved, gold, 5)),
         "key_fact_coverage": ans(key_fact_coverage(facts, answer, abstained=abstained, known_paths=known,
-                                                   find_files=route == "DOC_EXPLAIN/FIND_FILES")),
-        "key_fact_coverage_legacy": ans(key_fact_coverage_legacy(facts, answer)),
-        "lead_citation_in_gold": ans(lead_citation_in_gold(citations, answer, gold)),
+                                                   find_files=route == "DOC_EXPLAIN/FIND_FILES", labels=labels)),
+        # Over all answerable cases an abstention scores 0; the `_answered` twins leave abstentions out.
+        "lead_citation_in_gold": ans(lead_citation_in_gold(citations, answer, gold, abstained=abstained)),
+        "lead_citation_in_gold_answered": ans(None if abstained else lead_citation_in_gold(citations, answer, gold)),
+        "passage_precision": ans(passage_precision(answer, facts, known, abstained=abstained, labels=labels)),
+        "passage_precision_answered": ans(None if abstained else passage_precision(answer, facts, known,
+                                                                                    labels=labels)),
         "citations": len(citations),
-        "citations_removed_share": citations_removed_share(_removed_count(state), len(citations)),
-        "passage_precision": ans(passage_precision(answer, facts, known)),
-        "passages": len(passages(answer, known)),
+        "citations_removed_share": removed,
+        "answer_mode": mode,
+        "answer_mode_reason": reason,
+        "passages": len(passages(answer, known, labels=labels)),
         "answer_chars": len(answer),
         "abstained": abstained,
         "timings_ms": state.get("timings_ms") or {},

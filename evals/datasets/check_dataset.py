@@ -16,6 +16,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+# The metric's own matcher, so a fact the checker accepts is one the eval can credit (issue 28).
+from evals.facts import fact_in_text  # noqa: E402
+
 ROUTES = {"GENERAL_QA", "DOC_EXPLAIN/SUMMARY", "DOC_EXPLAIN/FIND_FILES"}
 FIELDS = {
     "id",
@@ -83,6 +87,7 @@ class Corpus:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
         self._cache: dict[str, str] = {}
+        self._raw: dict[str, str] = {}
         self._all: dict[str, str] | None = None
 
     def resolve(self, rel: str) -> Path | None:
@@ -102,6 +107,13 @@ class Corpus:
                 p.read_text(encoding="utf-8", errors="replace").lower() if p and p.is_file() else ""
             )
         return self._cache[rel]
+
+    def raw(self, rel: str) -> str:
+        """The file's text as it is (the key-fact matcher is case-sensitive for identifiers)."""
+        if rel not in self._raw:
+            p = self.resolve(rel)
+            self._raw[rel] = p.read_text(encoding="utf-8", errors="replace") if p and p.is_file() else ""
+        return self._raw[rel]
 
     def all_texts(self) -> dict[str, str]:
         if self._all is None:
@@ -194,8 +206,9 @@ def check_case(
         for f in facts:
             if len(f.split()) > MAX_FACT_WORDS:
                 bad(f"key fact {f!r} is longer than {MAX_FACT_WORDS} words")
-            if not any(f.lower() in corpus.text(g) for g in gold):
-                bad(f"key fact {f!r} not found in any gold file")
+            if not any(fact_in_text(f, corpus.raw(g)) for g in gold):
+                bad(f"key fact {f!r} is stated in no gold file by the eval's matcher (evals/facts.py: whole "
+                    "words; identifiers case-sensitive; a fact without a letter or digit never matches)")
         if "unanswerable" in tags:
             bad("answerable case tagged 'unanswerable'")
         if cid in absent:

@@ -10,7 +10,7 @@ three differences that matter when the corpus is this repository:
   `.data/`, the JSONL datasets themselves);
 - every gold path must be one of those indexable files;
 - a `code_only` case's key facts must occur in none of the `docs/**/*.md` pages (the answer really is
-  only in the code).
+  only in the code), by the eval's own matcher (`evals.facts.fact_in_text`).
 
 The absent terms of the unanswerable cases are stored *reversed* below. This file is itself indexed
 (the eval indexes the whole repository root), so writing the topics out here would put them into the
@@ -30,7 +30,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from check_dataset import Corpus, check_case, print_summary  # noqa: E402
+from check_dataset import Corpus, check_case, fact_in_text, print_summary  # noqa: E402
 
 DEFAULT_DATASET = HERE / "lotsman_self.jsonl"
 DEFAULT_ROOT = HERE.parent.parent
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                     problems.append(f"{cid}: gold path {g!r} is not an indexed file")
             if "code_only" in rec.get("tags", []):
                 for fact in rec.get("key_facts", []):
-                    hits = [d for d in docs if fact.lower() in corpus.text(d)]
+                    hits = [d for d in docs if fact_in_text(fact, corpus.raw(d))]
                     if hits:
                         problems.append(f"{cid}: code_only fact {fact!r} also occurs in {', '.join(hits)}")
 

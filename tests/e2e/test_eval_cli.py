@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from evals.runner import run_jobs
 from evals.suites import EvalJob, Suite
 from graph.deps import GraphDeps
@@ -26,7 +28,8 @@ OTHER_CASES = [
      "key_facts": ["cors_origins"], "answerable": True, "tags": ["ru", "find_files"]},
 ]
 ROW_FIELDS = {"id", "route", "evidence_paths", "evidence_rows", "gate", "abstained", "recall_at_5",
-              "key_fact_coverage", "key_fact_coverage_legacy", "lead_citation_in_gold", "passage_precision"}
+              "key_fact_coverage", "lead_citation_in_gold", "lead_citation_in_gold_answered", "passage_precision",
+              "passage_precision_answered", "answer_mode", "wall_ms"}
 
 
 def write_jsonl(path: Path, cases: list[dict]) -> Path:
@@ -42,12 +45,40 @@ def test_python_m_evals_single_dataset_form(offline_env: Callable[..., dict[str,
                            "--embedder", "fake", "--out", str(out)],
                           capture_output=True, text=True, env=offline_env(), cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "small" in proc.stdout and "macro" in proc.stdout and "key-fact cov. (legacy)" in proc.stdout
+    assert "small" in proc.stdout and "macro" in proc.stdout and "legacy" not in proc.stdout
+    assert "… of answered cases" in proc.stdout and "case wall" in proc.stdout
     report = json.loads(out.read_text(encoding="utf-8"))
     corpus = report["corpora"]["small"]
     assert corpus["session"] == f"eval-{small_corpus.name}-fake" and corpus["cases"] == 2
-    assert set(corpus["results"][0]) >= ROW_FIELDS
+    assert set(corpus["results"][0]) >= ROW_FIELDS and "key_fact_coverage_legacy" not in corpus["results"][0]
+    assert corpus["citations_removed_share"] is None and corpus["llm_fallbacks"] is None  # offline: n/a
+    assert {r["answer_mode"] for r in corpus["results"]} <= {"extractive", "not_found", "find_files"}
     assert report["macro"]["cases"] == 2
+
+
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        ("", "small.jsonl: no cases (an empty dataset measures nothing)"),
+        (json.dumps({**SMALL_CASES[0], "key_facts": "CORSMiddleware"}),
+         "small.jsonl:1: field 'key_facts' must be a list of strings, got str \"CORSMiddleware\""),
+        ("\n" + json.dumps({**SMALL_CASES[0], "history": [["user", "hi"]]}),
+         "small.jsonl:2: field 'history' must be a list of {role: user|assistant, content: string}, "
+         "got list [[\"user\", \"hi\"]]"),
+    ],
+    ids=["empty", "facts-not-a-list", "history-not-turns"],
+)
+def test_a_bad_dataset_is_one_line_naming_the_line_and_field(offline_env: Callable[..., dict[str, str]],
+                                                             small_corpus: Path, tmp_path: Path, content: str,
+                                                             error: str) -> None:
+    dataset = tmp_path / "small.jsonl"
+    dataset.write_text(content, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "evals", str(dataset), "--corpus", str(small_corpus),
+                           "--embedder", "fake"], capture_output=True, text=True, env=offline_env(), cwd=ROOT,
+                          timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("error: ") and line.endswith(error), line
 
 
 def test_python_m_evals_errors_are_one_line(offline_env: Callable[..., dict[str, str]]) -> None:
@@ -97,6 +128,7 @@ def test_eval_with_llm_answers_through_gigachat(offline_env: Callable[..., dict[
     assert {"route", "analysis", "answer"} <= set(script.kinds), "router, analysis and answer went to GigaChat"
     [case] = report["corpora"]["small"]["results"]
     assert case["answer"].startswith("Чтобы настроить CORS") and case["key_fact_coverage"] == 1.0
+    assert case["answer_mode"] == "llm" and report["corpora"]["small"]["llm_fallbacks"] == 0
 
 
 def test_eval_with_llm_but_no_credentials_is_one_line(offline_env: Callable[..., dict[str, str]], small_corpus: Path,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,10 @@ from evals.cli import add_arguments, jobs_of
 from evals.report import format_table
 from evals.scoring import score_case
 from evals.suites import SUITES, assemble_corpus, select
-from evals.summary import aggregate, macro
+from evals.summary import METRICS, aggregate, macro
+from nodes.answer_composition import Answer, compose_extractive
+from nodes.context_analysis import Analysis, Span
+from nodes.intent_routing.models import RouteResult
 from stores.errors import LotsmanError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,75 +32,123 @@ def case(cid: str, gold: list[str], facts: list[str], answerable: bool = True,
             "key_facts": facts, "answerable": answerable, "tags": []}
 
 
-def state(answer: str, paths: list[str], *, abstained: bool = False, cites: list[str] | None = None,
-          route: tuple[str, str] = ("DOC_EXPLAIN", "SUMMARY"), **extra: Any) -> dict[str, Any]:
-    return {"answer": answer, "abstained": abstained,
+def span(path: str, text: str, section: str = "", code: bool = False) -> Span:
+    return Span(path=path, start_line=1, end_line=text.strip("\n").count("\n") + 1, row_id=path, text=text,
+                section=section, kind="source" if code else "prose", code=code)
+
+
+def composed(*spans: Span) -> tuple[Answer, Analysis]:
+    """What the extractive composer writes for these passages (no passage: "not found")."""
+    analysis = Analysis(spans=list(spans), passages=list(spans), sufficient=bool(spans), language="en")
+    return compose_extractive("q?", analysis, SUMMARY), analysis
+
+
+def state(spans: list[Span], paths: list[str], *, route: tuple[str, str] = ("DOC_EXPLAIN", "SUMMARY"),
+          **extra: Any) -> dict[str, Any]:
+    answer, analysis = composed(*spans)
+    return {"answer": answer.text, "abstained": answer.abstained, "analysis": analysis,
             "evidence": [{"path": p, "span_start": 1, "span_end": 9} for p in paths],
-            "citations": [{"path": p, "start_line": 1, "end_line": 2} for p in (cites or [])],
+            "citations": [c.model_dump() for c in answer.citations], "citations_removed": [],
             "route": {"intent": route[0], "subintent": route[1]},
-            "retrieval": {"relevant": not abstained, "gate": "ok" if not abstained else "low coverage"},
+            "retrieval": {"relevant": not answer.abstained, "gate": "low coverage" if answer.abstained else "ok"},
             "timings_ms": {"context_retrieval": 10.0, "answer_composition": 2.0}, **extra}
 
 
+SUMMARY = RouteResult(user_query="q", intent="DOC_EXPLAIN", subintent="SUMMARY")
+MAKE_ID = span("pkg/mod.py", "def make_id(route):\n    return route.name\n", "make_id", code=True)
 ROWS = [
     # code gold found, fact quoted
-    score_case(case("a", ["pkg/mod.py"], ["make_id"]),
-               state("- `def make_id(route):` [pkg/mod.py:1-2]", ["pkg/mod.py", "docs/x.md"], cites=["pkg/mod.py"])),
-    # docs gold missed; the fact appears only in the sources list
+    score_case(case("a", ["pkg/mod.py"], ["make_id"]), state([MAKE_ID], ["pkg/mod.py", "docs/x.md"])),
+    # docs gold missed; the fact is only the section label the composer puts above the quote
     score_case(case("b", ["docs/a.md"], ["Alpha Beta"]),
-               state("- gamma [docs/x.md:1-2]\n\nSources:\n- `docs/x.md` — Alpha Beta", ["docs/x.md"],
-                     cites=["docs/x.md"])),
+               state([span("docs/x.md", "gamma delta", "Alpha Beta")], ["docs/x.md"])),
     # answerable, nothing retrieved, abstained
-    score_case(case("c", ["pkg/other.py"], ["zeta"]), state("Not found.", [], abstained=True)),
+    score_case(case("c", ["pkg/other.py"], ["zeta"]), state([], [])),
     # unanswerable, answered anyway
-    score_case(case("d", [], [], answerable=False), state("- something [docs/x.md:1-2]", ["docs/x.md"],
-                                                          cites=["docs/x.md"])),
+    score_case(case("d", [], [], answerable=False), state([span("docs/x.md", "something")], ["docs/x.md"])),
+    # docs and code gold: the docs page found and quoted, the code not
+    score_case(case("e", ["docs/a.md", "pkg/other.py"], ["zeta"]),
+               state([span("docs/a.md", "zeta is here")], ["docs/a.md"])),
 ]
 
 
 def test_case_row_carries_diagnostics() -> None:
-    a, b, c, d = ROWS
+    a, b, c, d, e = ROWS
     assert a["evidence_paths"] == ["pkg/mod.py", "docs/x.md"] and a["evidence_rows"] == 2
     assert a["gate"] == {"relevant": True, "reason": "ok"} and c["gate"]["relevant"] is False
-    assert (a["code_gold"], b["code_gold"], c["code_gold"], d["code_gold"]) == (True, False, True, False)
+    assert [r["code_gold"] for r in ROWS] == [True, False, True, False, True]
     assert c["empty_candidates"] and not a["empty_candidates"]
-    assert b["key_fact_coverage"] == 0.0 and b["key_fact_coverage_legacy"] == 1.0
+    assert a["key_fact_coverage"] == 1.0 and b["key_fact_coverage"] == 0.0  # a section label is no statement
     assert d["recall_at_5"] is None and d["key_fact_coverage"] is None  # unanswerable: answer metrics n/a
-    assert a["citations_removed_share"] is None  # the output state has no `citations_removed` yet
+    assert (e["recall_at_5"], e["code_gold_recall_at_5"]) == (0.5, 0.0)  # code gold only
+    assert (c["lead_citation_in_gold"], c["lead_citation_in_gold_answered"]) == (0.0, None)
+    assert (c["passage_precision"], c["passage_precision_answered"]) == (0.0, None)
+    assert not any("legacy" in key for key in a)
 
 
-def test_removed_citations_are_counted_when_the_state_has_them() -> None:
-    row = score_case(case("e", ["docs/x.md"], ["x"]),
-                     state("- x [docs/x.md:1-2]", ["docs/x.md"], cites=["docs/x.md"], citations_removed=["a.md:1-9"]))
-    assert row["citations_removed_share"] == 0.5
+def test_offline_nothing_can_be_removed_so_citations_removed_is_na() -> None:
+    row = score_case(case("e", ["docs/x.md"], ["x"]), state([span("docs/x.md", "x")], ["docs/x.md"]))
+    assert row["citations_removed_share"] is None and row["answer_mode"] == "extractive"
+    m = aggregate([row])
+    assert m["citations_removed_share"] is None and m["llm_fallbacks"] is None
+
+
+LLM_TEXT = "Use x, as the page says [docs/x.md:1-2]."
+
+
+def test_llm_runs_record_the_answer_mode_and_count_fallbacks() -> None:
+    llm_answer = {"answer": LLM_TEXT, "citations": [{"path": "docs/x.md", "start_line": 1, "end_line": 2}],
+                  "citations_removed": ["docs/secret.md:1-9"]}
+    llm_row = score_case(case("l", ["docs/x.md"], ["x"]), {**state([], ["docs/x.md"]), **llm_answer,
+                                                           "abstained": False}, llm=True)
+    assert (llm_row["answer_mode"], llm_row["citations_removed_share"]) == ("llm", 0.5)
+    # An extractive answer in an --llm run is a fallback; without `offline_reason` the reason is unknown.
+    fallback = score_case(case("f", ["docs/x.md"], ["x"]), state([span("docs/x.md", "x")], ["docs/x.md"]),
+                          llm=True)
+    assert fallback["answer_mode"] == "extractive fallback" and fallback["citations_removed_share"] is None
+    assert fallback["answer_mode_reason"].startswith("not recorded")
+    told = score_case(case("g", ["docs/x.md"], ["x"]),
+                      state([span("docs/x.md", "x")], ["docs/x.md"], answer_mode="extractive",
+                            offline_reason="deadline"), llm=True)
+    assert (told["answer_mode"], told["answer_mode_reason"]) == ("extractive fallback", "deadline")
+    m = aggregate([llm_row, fallback, told], llm=True)
+    assert m["llm_fallbacks"] == 2 and m["citations_removed_share"] == 0.5
+    assert m["fallback_reasons"] == {"deadline": 1, fallback["answer_mode_reason"]: 1}
 
 
 def test_corpus_summary() -> None:
     m = aggregate(ROWS)
-    assert (m["cases"], m["answerable"], m["answered"], m["code_gold_cases"]) == (4, 3, 2, 2)
-    assert m["recall_at_5"] == pytest.approx(1 / 3)
-    assert m["code_gold_recall_at_5"] == 0.5  # a found, c not
-    assert m["key_fact_coverage"] == pytest.approx(1 / 3) and m["key_fact_coverage_legacy"] == pytest.approx(2 / 3)
-    assert m["lead_citation_in_gold"] == 0.5  # a yes, b no, c cites nothing (n/a)
-    assert m["passage_precision"] == 0.5
+    assert (m["cases"], m["answerable"], m["answered"], m["code_gold_cases"]) == (5, 4, 3, 3)
+    assert m["recall_at_5"] == pytest.approx((1 + 0 + 0 + 0.5) / 4)
+    assert m["code_gold_recall_at_5"] == pytest.approx(1 / 3)  # a found; c and e did not find their .py gold
+    assert m["key_fact_coverage"] == 0.5  # a and e state their fact; b has it only as a label; c abstained
+    assert m["lead_citation_in_gold"] == 0.5  # over all answerable: a yes, b no, c abstained (0), e yes
+    assert m["lead_citation_in_gold_answered"] == pytest.approx(2 / 3)  # a, b, e
+    assert m["passage_precision"] == 0.5 and m["passage_precision_answered"] == pytest.approx(2 / 3)
     assert (m["abstention_precision"], m["abstention_recall"]) == (0.0, 0.0)
     assert m["empty_candidate_sets"] == 1
-    answered = sorted(len(r["answer"]) for r in (ROWS[0], ROWS[1], ROWS[3]))  # not the abstained "Not found."
-    assert m["answer_chars_p50"] == answered[1] and m["answer_chars_p95"] > answered[1]
-    assert m["citations_removed_share"] is None
-    assert set(m["latency_ms"]) == {"context_retrieval", "answer_composition", "total"}
+    answered = sorted(len(r["answer"]) for r in ROWS if not r["abstained"])  # not the abstained "not found"
+    assert m["answer_chars_p50"] == pytest.approx((answered[1] + answered[2]) / 2)
+    assert m["citations_removed_share"] is None and m["llm_fallbacks"] is None  # offline: n/a, not 0
+    assert set(m["latency_ms"]) == {"context_retrieval", "answer_composition"}
+    assert "key_fact_coverage_legacy" not in m and all("legacy" not in key for _, key in METRICS)
 
 
-def test_macro_skips_na_and_sums_counts() -> None:
-    one = aggregate(ROWS)
-    two = aggregate(ROWS[:2])  # no abstention, no unanswerable case: both n/a
-    assert two["abstention_precision"] is None and two["abstention_recall"] is None
-    m = macro({"one": one, "two": two})
+def test_macro_skips_na_sums_counts_and_pools_latency() -> None:
+    one = [{**r, "wall_ms": 100.0} for r in ROWS]
+    two = [{**r, "wall_ms": 10.0} for r in ROWS[:2]]  # no abstention, no unanswerable case: both n/a
+    s1, s2 = aggregate(one), aggregate(two)
+    assert s2["abstention_precision"] is None and s2["abstention_recall"] is None
+    m = macro({"one": s1, "two": s2}, one + two)
     assert m["abstention_precision"] == 0.0  # the mean of the defined values only
-    assert m["recall_at_5"] == pytest.approx((1 / 3 + 1 / 2) / 2)
-    assert m["cases"] == 6 and m["empty_candidate_sets"] == 1
-    table = format_table({"retriever": "full", "embedder": "fake", "corpora": {"one": one, "two": two}, "macro": m})
-    assert "n/a" in table and "macro" in table and "code-gold recall@5" in table
+    assert m["recall_at_5"] == pytest.approx((0.375 + 0.5) / 2)
+    assert m["cases"] == 7 and m["empty_candidate_sets"] == 1 and m["llm_fallbacks"] is None
+    # Pooled over the 7 cases, not the mean of the corpora's p95 (100 and 10 → 55).
+    assert m["latency_ms"]["case wall"] == {"p50": 100.0, "p95": 100.0}
+    assert s2["latency_ms"]["case wall"]["p95"] == 10.0
+    table = format_table({"retriever": "full", "embedder": "fake", "corpora": {"one": s1, "two": s2}, "macro": m})
+    assert "n/a" in table and "macro" in table and "code-gold recall@5" in table and "legacy" not in table
+    assert "… of answered cases" in table and "case wall" in table
 
 
 def test_blocks_keep_a_code_fence_with_its_bullet() -> None:
@@ -182,11 +234,14 @@ def test_run_jobs_reports_each_corpus_and_the_macro(monkeypatch, tmp_path: Path)
     monkeypatch.setattr(evals.runner, "run", fake_run)
     from evals.suites import EvalJob
 
-    jobs = [EvalJob("a", Path("a.jsonl"), tmp_path, SUITES["click"]), EvalJob("b", Path("b.jsonl"), tmp_path)]
+    for name in ("a.jsonl", "b.jsonl"):  # run_jobs reads every dataset before it runs one
+        (tmp_path / name).write_text(json.dumps(case("x", ["docs/a.md"], ["f"])), encoding="utf-8")
+    jobs = [EvalJob("a", tmp_path / "a.jsonl", tmp_path, SUITES["click"]),
+            EvalJob("b", tmp_path / "b.jsonl", tmp_path)]
     report = evals.runner.run_jobs(jobs, settings=None, cache_dir=tmp_path, deps=object())
     # A suite's session is named after the suite; a lone dataset's after its corpus folder (as before).
     assert [c[2] for c in calls] == ["click", None] and all(c[3] is None for c in calls)
-    assert set(report["corpora"]) == {"a", "b"} and report["macro"]["cases"] == 6
+    assert set(report["corpora"]) == {"a", "b"} and report["macro"]["cases"] == 7
     assert report["corpora"]["a"]["results"][0]["id"] == "a"
 
 
@@ -209,8 +264,10 @@ def test_stage_models_in_the_state_score_like_dicts() -> None:
         relevant: bool
         gate: str
 
-    as_dicts = state("- `def make_id(route):` [pkg/mod.py:1-2]", ["pkg/mod.py"], cites=["pkg/mod.py"])
-    as_models = {**as_dicts, "evidence": [Row(**e) for e in as_dicts["evidence"]],
-                 "retrieval": Report(**as_dicts["retrieval"])}
+    as_models = state([MAKE_ID], ["pkg/mod.py"])  # the analysis is the composer's model already
+    as_models = {**as_models, "evidence": [Row(**e) for e in as_models["evidence"]],
+                 "retrieval": Report(**as_models["retrieval"])}
+    as_dicts = {k: v.model_dump() if hasattr(v, "model_dump") else [e.model_dump() for e in v]
+                if k == "evidence" else v for k, v in as_models.items()}
     c = case("m", ["pkg/mod.py"], ["make_id"])
     assert score_case(c, as_models) == score_case(c, as_dicts)

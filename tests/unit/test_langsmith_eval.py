@@ -16,7 +16,10 @@ import pytest
 from evals.cases import load_dataset
 from evals.langsmith_eval import outputs_of, upload_and_evaluate, upload_dataset
 from evals.scoring import score_case
-from evals.summary import METRICS, aggregate
+from evals.summary import aggregate
+from nodes.answer_composition import compose_extractive
+from nodes.context_analysis import Analysis, Span
+from nodes.intent_routing.models import RouteResult
 from tests.fakes.langsmith_api import FakeLangSmithAPI
 
 CASES = [
@@ -30,28 +33,53 @@ CASES = [
      "gold_paths": [], "key_facts": [], "answerable": False},
 ]
 
+SUMMARY = RouteResult(user_query="q", intent="DOC_EXPLAIN", subintent="SUMMARY")
+CORS_SPAN = Span(path="docs/cors.md", start_line=2, end_line=3, row_id="r1", kind="prose", section="max_age",
+                 text="Use allow_origins to list the origins\nthat may call the API.")
+
+
+def composed(spans: list[Span], question: str) -> dict[str, Any]:
+    """The final state's answer fields as the extractive composer writes them (no span: "not found")."""
+    analysis = Analysis(spans=spans, passages=spans, sufficient=bool(spans), language="en")
+    answer = compose_extractive(question, analysis, SUMMARY)
+    return {"answer": answer.text, "citations": [c.model_dump() for c in answer.citations],
+            "abstained": answer.abstained, "analysis": analysis, "citations_removed": []}
+
+
 # Imperfect on purpose: a summary that is all 1.0 would not show that the numbers are the same ones.
 STATES: dict[str, dict[str, Any]] = {
+    # answered; one fact quoted, the other only the section label above the quote
     "Как настроить CORS?": {
-        "answer": "- use allow_origins [docs/cors.md:2-3]\n\nSources:\n- `docs/cors.md` — max_age",
-        "citations": [{"path": "docs/cors.md", "start_line": 2, "end_line": 3}],
-        "route": {"intent": "DOC_EXPLAIN", "subintent": "SUMMARY"}, "abstained": False,
+        **composed([CORS_SPAN], "Как настроить CORS?"), "route": {"intent": "DOC_EXPLAIN", "subintent": "SUMMARY"},
         "evidence": [{"path": "docs/cors.md", "span_start": 1, "span_end": 9, "content": "..."}],
         "retrieval": {"relevant": True, "gate": "ok"}, "timings_ms": {"context_retrieval": 5.0}},
+    # answerable, nothing found, abstained
     "Где код CORS middleware?": {
-        "answer": "Not found.", "citations": [], "route": {"intent": "DOC_EXPLAIN", "subintent": "SUMMARY"},
-        "abstained": True, "evidence": [], "retrieval": {"relevant": False, "gate": "empty"},
-        "timings_ms": {"context_retrieval": 7.0}},
+        **composed([], "Где код CORS middleware?"), "route": {"intent": "DOC_EXPLAIN", "subintent": "SUMMARY"},
+        "evidence": [], "retrieval": {"relevant": False, "gate": "empty"}, "timings_ms": {"context_retrieval": 7.0}},
+    # unanswerable, abstained
     "Kafka?": {
-        "answer": "Not found.", "citations": [], "route": {"intent": "GENERAL_QA"}, "abstained": True,
-        "evidence": [], "retrieval": {"relevant": False, "gate": "empty"}, "timings_ms": {}},
+        **composed([], "Kafka?"), "route": {"intent": "GENERAL_QA"}, "evidence": [],
+        "retrieval": {"relevant": False, "gate": "empty"}, "timings_ms": {}},
+    # unanswerable, answered anyway
     "Prometheus?": {
-        "answer": "- metrics [docs/cors.md:4-5]",
-        "citations": [{"path": "docs/cors.md", "start_line": 4, "end_line": 5}],
-        "route": {"intent": "DOC_EXPLAIN", "subintent": "SUMMARY"}, "abstained": False,
+        **composed([CORS_SPAN], "Prometheus?"), "route": {"intent": "DOC_EXPLAIN", "subintent": "SUMMARY"},
         "evidence": [{"path": "docs/cors.md", "span_start": 1, "span_end": 9}],
         "retrieval": {"relevant": True, "gate": "ok"}, "timings_ms": {}},
 }
+ANSWER_CHARS = len(STATES["Как настроить CORS?"]["answer"])
+EXPECTED_SUMMARY = {
+    "route_accuracy": 1.0, "recall_at_5": 0.5, "recall_at_10": 0.5, "mrr": 0.5, "code_gold_recall_at_5": 0.0,
+    "key_fact_coverage": 0.25,  # t1: allow_origins quoted, max_age only a label (0.5); t2 abstained (0)
+    "lead_citation_in_gold": 0.5, "lead_citation_in_gold_answered": 1.0,
+    "passage_precision": 0.5, "passage_precision_answered": 1.0,
+    "abstention_precision": 0.5, "abstention_recall": 0.5,
+    "answer_chars_p50": float(len(STATES["Prometheus?"]["answer"]) + ANSWER_CHARS) / 2,
+    "answer_chars_p95": float(ANSWER_CHARS) + 0.95 * (len(STATES["Prometheus?"]["answer"]) - ANSWER_CHARS),
+    "empty_candidate_sets": 1.0,
+}
+"""The summary worked out by hand (t1, t2 answerable; t3, t4 not). Offline, citations removed and the
+fallback count are n/a and not sent."""
 
 
 class ScriptedGraph:
@@ -99,10 +127,9 @@ def test_summary_feedback_equals_the_offline_metrics(client: langsmith.Client, a
     upload_and_evaluate(dataset, {"retriever": "full", "embedder": "fake", "session": "s", **offline}, None,
                         client=client, graph=ScriptedGraph(), context=None)
     uploaded = api.project_feedback()
-    expected = {key: offline[key] for _, key in METRICS if offline[key] is not None}
-    assert uploaded == pytest.approx(expected)
-    assert 0 < uploaded["key_fact_coverage"] < 1 and uploaded["abstention_precision"] == 0.5
-    assert "citations_removed_share" not in uploaded  # n/a is not sent as a number
+    assert uploaded == pytest.approx(EXPECTED_SUMMARY)
+    assert "citations_removed_share" not in uploaded and "llm_fallbacks" not in uploaded  # n/a is not sent
+    assert not any("legacy" in key for key in uploaded)
 
 
 def test_per_case_feedback_equals_the_offline_rows(client: langsmith.Client, api: FakeLangSmithAPI,
@@ -119,13 +146,20 @@ def test_per_case_feedback_equals_the_offline_rows(client: langsmith.Client, api
     for question, scores in by_question.items():
         row = rows[question]
         for key, score in scores.items():
-            value = row["recall_at_5"] if key == "code_gold_recall_at_5" else row[key]
-            assert score == float(value), (question, key)
-    assert "recall_at_5" not in by_question["Kafka?"]  # unanswerable: recall is n/a, not sent
+            assert score == float(row[key]), (question, key)
+    assert by_question["Как настроить CORS?"] == {
+        "route_correct": 1.0, "recall_at_5": 1.0, "recall_at_10": 1.0, "mrr": 1.0, "key_fact_coverage": 0.5,
+        "lead_citation_in_gold": 1.0, "lead_citation_in_gold_answered": 1.0, "passage_precision": 1.0,
+        "passage_precision_answered": 1.0, "answer_chars": float(ANSWER_CHARS), "abstained": 0.0,
+        "empty_candidates": 0.0}
     assert by_question["Где код CORS middleware?"]["code_gold_recall_at_5"] == 0.0
+    assert by_question["Где код CORS middleware?"]["lead_citation_in_gold"] == 0.0  # abstained: 0, not n/a
+    assert "lead_citation_in_gold_answered" not in by_question["Где код CORS middleware?"]
+    assert "recall_at_5" not in by_question["Kafka?"]  # unanswerable: recall is n/a, not sent
 
 
 def test_outputs_keep_only_what_scoring_reads() -> None:
     out = outputs_of(STATES["Как настроить CORS?"])
     assert out["evidence"] == [{"path": "docs/cors.md", "span_start": 1, "span_end": 9, "layer": None}]
+    assert out["analysis"] == {"files": [], "spans": [{"section": "max_age"}], "passages": [{"section": "max_age"}]}
     assert score_case(CASES[0], out) == score_case(CASES[0], STATES["Как настроить CORS?"])
