@@ -16,25 +16,24 @@ def _index(args: argparse.Namespace, settings: Settings) -> int:
     from graph.progress import ProgressBar
     from stores.embedders import make_embedder
     from stores.errors import IndexingError
+    from stores.indexing.files import escaped_path
     from stores.indexing.service import index_repository
 
     root = Path(args.path)
     if not root.exists():
-        raise IndexingError(f"path not found: {printable(root)}")
+        raise IndexingError(f"path not found: {printable(escaped_path(str(root)))}")
     with open_deps(settings, production=False) as deps:
         db = deps.database()
-        embedder_name = args.embedder or _session_embedder(db, args.session) or settings.embedder
+        session = _find_session(db, args.session)
+        _confirm_size(root, args, known_root=session is not None and session.root_path == str(root.resolve()))
+        embedder_name = args.embedder or (session.embedder if session else None) or settings.embedder
         embedder = make_embedder(embedder_name, settings)
-        if args.rebuild:
-            from stores.sessions import delete_session, find_session
-
-            with db.connection() as conn:
-                if find_session(conn, args.session):
-                    delete_session(conn, args.session)
+        # --rebuild builds the new generation beside the old one (in the new embedder's table when it
+        # changes) and swaps only when it is complete: a failed rebuild leaves the old index answering.
         report = index_repository(db, root, session_name=args.session, embedder=embedder,
                                   incremental=not args.full, max_bytes=settings.max_file_bytes,
                                   batch_size=settings.embed_batch_size, progress=ProgressBar(),
-                                  parse_workers=settings.parse_workers)
+                                  parse_workers=settings.parse_workers, rebuild=args.rebuild)
     if args.json:
         from graph.index_graph import report_dict
 
@@ -42,6 +41,21 @@ def _index(args: argparse.Namespace, settings: Settings) -> int:
     else:
         _print_index_report(report, embedder.name, verbose=args.verbose)
     return 0
+
+
+def _confirm_size(root: Path, args: argparse.Namespace, *, known_root: bool) -> None:
+    """Refuse, before anything is read or written, a folder far larger than a repository (`index /`),
+    unless `--yes` says it is meant."""
+    from stores.errors import IndexingError
+    from stores.indexing.files import CONFIRM_ABOVE_FILES, count_candidates, escaped_path, needs_confirmation
+
+    if args.yes or known_root or not root.is_dir():
+        return
+    count = count_candidates(root, stop_after=CONFIRM_ABOVE_FILES)
+    if needs_confirmation(count, known_root=known_root, confirmed=args.yes):
+        raise IndexingError(
+            f"{printable(escaped_path(str(root)))} holds more than {CONFIRM_ABOVE_FILES} .md/.py files (a system or "
+            "home folder, not a repository?): nothing was indexed; pass --yes to index it anyway")
 
 
 def _print_index_report(report: Any, embedder: str, *, verbose: bool) -> None:
@@ -66,12 +80,13 @@ def _print_index_report(report: Any, embedder: str, *, verbose: bool) -> None:
         print(f"{len(report.warnings)} warnings (-v to list)")
 
 
-def _session_embedder(db: Any, name: str) -> str | None:
+def _find_session(db: Any, name: str) -> Any:
+    from stores.schema import ensure_tables
     from stores.sessions import find_session
 
     with db.connection() as conn:
-        session = find_session(conn, name)
-    return session.embedder if session else None
+        ensure_tables(conn)
+        return find_session(conn, name)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,6 +95,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--session", default="default", type=session_name)
     p.add_argument("--embedder", help="use (default), e5, gigachat; a new session records it")
     p.add_argument("--full", action="store_true", help="build a full snapshot (still uses the cache)")
-    p.add_argument("--rebuild", action="store_true", help="delete the session first (e.g. to change embedder)")
+    p.add_argument("--rebuild", action="store_true",
+                   help="build a complete new index, e.g. with another --embedder; the old one answers until it "
+                        "is done, and stays if the rebuild fails")
+    p.add_argument("--yes", action="store_true",
+                   help="index a folder with more than 5000 .md/.py files (refused without it)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_index)

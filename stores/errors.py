@@ -53,6 +53,12 @@ class IndexingError(LotsmanError):
     exit_code = 6
 
 
+class IndexInterruptedError(LotsmanError):
+    """Ctrl-C reached an index job after its rows had committed: the new index is live and the job done."""
+
+    exit_code = 130
+
+
 class InvalidQuestionError(LotsmanError):
     """An empty or unusable question."""
 

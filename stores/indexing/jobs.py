@@ -22,15 +22,33 @@ def start_job(conn: psycopg.Connection, session_id: str, kind: str) -> str:
     return job_id
 
 
-def finish_job(
-    conn: psycopg.Connection, job_id: str, *, counts: dict, skipped: list[dict], error: str | None = None
-) -> None:
+def complete_job(conn: psycopg.Connection, job_id: str, *, counts: dict, skipped: list[dict]) -> None:
+    """Mark the job `done`. Call it inside the transaction that makes the job's rows live (the generation
+    swap, or a changes job's writes): the status and the rows commit together, so an interrupt at any moment
+    leaves either live rows and `done`, or the old rows and a job that is not done."""
+    conn.execute(
+        "UPDATE rag_index_jobs SET status = 'done', counts = %s, skipped = %s, error = NULL, finished_at = now() "
+        "WHERE job_id = %s",
+        (Jsonb(counts), Jsonb(skipped), job_id),
+    )
+
+
+def record_counts(conn: psycopg.Connection, job_id: str, counts: dict) -> None:
+    """Update a finished job's counts (the timings of the steps after its commit: ANALYZE, the stoplist)."""
     with conn.transaction():
-        conn.execute(
-            "UPDATE rag_index_jobs SET status = %s, counts = %s, skipped = %s, error = %s, finished_at = now() "
-            "WHERE job_id = %s",
-            ("failed" if error else "done", Jsonb(counts), Jsonb(skipped), error, job_id),
+        conn.execute("UPDATE rag_index_jobs SET counts = %s WHERE job_id = %s", (Jsonb(counts), job_id))
+
+
+def fail_job(conn: psycopg.Connection, job_id: str, *, counts: dict, skipped: list[dict], error: str) -> bool:
+    """Mark a still-running job failed; a job already `done` (its rows committed) stays done. Returns whether
+    the row was changed."""
+    with conn.transaction():
+        cur = conn.execute(
+            "UPDATE rag_index_jobs SET status = 'failed', counts = %s, skipped = %s, error = %s, finished_at = now() "
+            "WHERE job_id = %s AND status = 'running'",
+            (Jsonb(counts), Jsonb(skipped), error, job_id),
         )
+    return cur.rowcount > 0
 
 
 def fail_interrupted(conn: psycopg.Connection, session_id: str) -> int:

@@ -12,26 +12,27 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+import psycopg
 from psycopg import sql
 
 from stores.database import Database
 from stores.embedders import LotsmanEmbeddings
-from stores.errors import IndexingError, SessionNotFoundError
+from stores.errors import IndexingError, IndexInterruptedError, LotsmanError, SessionNotFoundError
 from stores.indexing import cache, jobs, writer
 from stores.indexing.code_pipeline import CodeParseError
-from stores.indexing.files import SkippedFile, SourceFile, collect_files, read_source_file
+from stores.indexing.files import SkippedFile, SourceFile, collect_files, escaped_path, read_source_file
 from stores.indexing.parsing import parse_file, parse_files
 from stores.indexing.records import ChunkRecord
 from stores.repository import RagRepository
-from stores.schema import build_vector_index, drop_vector_index, ensure_tables
+from stores.schema import build_vector_index, drop_vector_index, ensure_space, ensure_tables
 from stores.sessions import (
     RagSession,
+    create_session,
     find_session,
-    get_or_create_session,
     get_session,
     job_lock_key,
     save_stop_lexemes,
@@ -219,12 +220,13 @@ def _rewarn(source: SourceFile) -> list[str]:
 
 
 def _write(db: Database, session: RagSession, generation: int, prepared: list[_Prepared], report: IndexReport,
-           emb: _Embedder, *, replace_paths: list[str] | None) -> None:
+           emb: _Embedder, *, replace_paths: list[str] | None, job: _Job | None = None) -> None:
     """Write rows: a whole new generation (snapshot) or, for changes, replace the given paths in place.
 
     The rows go into one transaction (readers see the whole job or none of it), but each file's parse and
     vectors enter the blob cache in their own small commits as they are written: a job killed half-way
-    leaves half its embeddings behind, and the next run embeds only the rest.
+    leaves half its embeddings behind, and the next run embeds only the rest. With `job` (a changes job,
+    whose rows go live with this transaction) the job is marked done in the same transaction.
     """
     layers: Counter[str] = Counter()
     t0 = time.perf_counter()
@@ -245,12 +247,21 @@ def _write(db: Database, session: RagSession, generation: int, prepared: list[_P
                 writer.delete_paths(conn, session.table, session.rag_session_id, generation, replace_paths)
             report.rows_written = writer.copy_rows(conn, session.table, session.rag_session_id, generation, rows())
             flusher.flush()
+            if job is not None:
+                _note_rows(report, layers, emb, t0)
+                job.complete(conn)
+        if job is not None:
+            job.committed = True
     finally:
         if rebuild:  # also after a failed load: the table must not stay without its index
             t1 = time.perf_counter()
             with db.connection() as conn:
                 build_vector_index(conn, session.table)
             report.timings["vector_index"] = time.perf_counter() - t1
+    _note_rows(report, layers, emb, t0)
+
+
+def _note_rows(report: IndexReport, layers: Counter[str], emb: _Embedder, t0: float) -> None:
     report.embedded = emb.done
     report.rows_per_layer = dict(sorted(layers.items()))
     report.timings["embed"] = emb.seconds
@@ -296,6 +307,25 @@ class _CacheFlusher:
         self.entries, self.warnings, self.last = [], {}, time.monotonic()
 
 
+@dataclass
+class _Job:
+    """The job row of a running job. `committed` turns true once its rows and its `done` status have gone
+    live in one transaction; from then on nothing may mark it failed."""
+
+    job_id: str
+    report: IndexReport
+    t0: float
+    committed: bool = False
+
+    def complete(self, conn: psycopg.Connection) -> None:
+        """Mark the job done inside the caller's transaction (the one that makes its rows live)."""
+        self.report.timings["total"] = time.perf_counter() - self.t0
+        jobs.complete_job(conn, self.job_id, counts=self.report.counts(), skipped=_skips(self.report))
+
+
+INTERRUPTED_BY_USER = "interrupted (Ctrl-C) before the job committed: the session keeps its previous index"
+
+
 def _session_lock(db: Database, session: RagSession):
     conn = db.pool.getconn()
     got = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (job_lock_key(session.rag_session_id),)
@@ -312,43 +342,73 @@ def _session_lock(db: Database, session: RagSession):
 
 
 def _release(db: Database, conn, session: RagSession) -> None:
-    conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (job_lock_key(session.rag_session_id),))
-    conn.commit()
+    try:
+        conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (job_lock_key(session.rag_session_id),))
+        conn.commit()
+    except psycopg.Error:  # the server went away mid-job: closing the connection is what releases the lock
+        conn.close()
     db.pool.putconn(conn)
 
 
-def _check_not_deleted(db: Database, session: RagSession) -> None:
+def _check_not_deleted(db: Database, session: RagSession) -> RagSession:
     # A delete that won the lock before this job leaves nothing to index into (and `start_job` would hit
     # the foreign key); with the lock held no delete can happen until the job ends.
     with db.connection() as conn:
-        if find_session(conn, session.rag_session_id) is None:
-            raise SessionNotFoundError(f"session '{session.name}' was deleted before its index job started: "
-                                       "run the index again to recreate it")
+        current = find_session(conn, session.rag_session_id)
+    if current is None:
+        raise SessionNotFoundError(f"session '{session.name}' was deleted before its index job started: "
+                                   "run the index again to recreate it")
+    return current
 
 
-def _run_job(db: Database, session: RagSession, kind: str, body: Callable[[IndexReport], None]) -> IndexReport:
+def _run_job(db: Database, session: RagSession, kind: str,
+             body: Callable[[IndexReport, _Job], None]) -> IndexReport:
+    """Run `body` as the session's one job: its lock, its job row, and a status that tells the truth.
+
+    The body marks the job done in the transaction that makes its rows live (`_Job.complete`). A failure
+    or Ctrl-C before that marks it failed and the session keeps its previous index; after it, the job stays
+    done (a Ctrl-C then is reported as `IndexInterruptedError`, saying the new index is live).
+    """
     lock = _session_lock(db, session)
     try:
-        _check_not_deleted(db, session)
+        current = _check_not_deleted(db, session)
         with db.connection() as conn:  # a job killed between dropping the index and building it again
-            build_vector_index(conn, session.table, lock_timeout_ms=1000)
+            build_vector_index(conn, current.table, lock_timeout_ms=1000)
+            writer.discard_inactive(conn, current.rag_session_id, current.table, current.active_generation)
         with db.connection() as conn:
             job_id = jobs.start_job(conn, session.rag_session_id, kind)
         report = IndexReport(session=session.name, job_id=job_id, kind=kind)
-        t0 = time.perf_counter()
+        job = _Job(job_id, report, time.perf_counter())
         try:
-            body(report)
+            body(report, job)
+        except KeyboardInterrupt:
+            if not job.committed:
+                _fail(db, job, INTERRUPTED_BY_USER)
+                raise
+            raise IndexInterruptedError(
+                f"interrupted after the index job had committed: session '{session.name}' answers from its new "
+                f"index ({report.rows_written} rows written, job done); only the steps after the commit "
+                "(statistics, stoplist) were skipped, and the next index job runs them") from None
         except BaseException as exc:
-            with db.connection() as conn:
-                jobs.finish_job(conn, job_id, counts=report.counts(), skipped=_skips(report),
-                                error=f"{type(exc).__name__}: {exc}"[:2000])
+            if not job.committed:
+                _fail(db, job, f"{type(exc).__name__}: {exc}"[:2000])
             raise
-        report.timings["total"] = time.perf_counter() - t0
+        report.timings["total"] = time.perf_counter() - job.t0
         with db.connection() as conn:
-            jobs.finish_job(conn, job_id, counts=report.counts(), skipped=_skips(report))
+            jobs.record_counts(conn, job_id, report.counts())
         return report
     finally:
         _release(db, lock, session)
+
+
+def _fail(db: Database, job: _Job, error: str) -> None:
+    """Mark the job failed; when the database itself is gone, leave it: the row stays `running` until the
+    next job or `lotsman sessions` finds nobody holding its lock and marks it interrupted."""
+    try:
+        with db.connection() as conn:
+            jobs.fail_job(conn, job.job_id, counts=job.report.counts(), skipped=_skips(job.report), error=error)
+    except (psycopg.Error, LotsmanError):
+        pass
 
 
 def _skips(report: IndexReport) -> list[dict]:
@@ -358,31 +418,43 @@ def _skips(report: IndexReport) -> list[dict]:
 def index_snapshot(
     db: Database, session: RagSession, root: Path, embedder: LotsmanEmbeddings, *, max_bytes: int = 1_000_000,
     batch_size: int = 32, progress: Progress | None = None, parse_workers: int | None = None,
+    rebuild: bool = False,
 ) -> IndexReport:
-    """Build a complete new index of `root` and swap it in atomically (readers never see it half-built)."""
-    session.check_embedder(embedder.name, embedder.dim)
+    """Build a complete new index of `root` and swap it in atomically (readers never see it half-built).
+
+    Args:
+        rebuild: the new generation may use another embedder than the session's (`lotsman index --rebuild`):
+            it is built in that embedder's table beside the old one, and the swap records the new embedder.
+            Until the swap the session answers from its old generation; a failure leaves it so.
+    """
+    if not rebuild:
+        session.check_embedder(embedder.name, embedder.dim)
     root = _check_root(root)
 
-    def body(report: IndexReport) -> None:
+    def body(report: IndexReport, job: _Job) -> None:
         collected = collect_files(root, max_bytes=max_bytes)
         report.files_seen = len(collected.files) + len(collected.skipped)
         report.skipped.extend(collected.skipped)
         current = get_session_fresh(db, session)
+        target = replace(current, embedder=embedder.name, embedding_dim=embedder.dim) if rebuild else current
         old, new = current.active_generation, current.active_generation + 1
         with db.connection() as conn:
-            writer.discard_generation(conn, session.table, session.rag_session_id, new)  # a failed earlier run
+            writer.discard_generation(conn, target.table, session.rag_session_id, new)  # a failed earlier run
         emb = _Embedder(embedder, batch_size, progress)
         prepared = _prepare(db, collected.files, embedder, report, emb, progress, parse_workers)
         report.files_indexed = len(prepared)
         try:
-            _write(db, session, new, prepared, report, emb, replace_paths=None)
+            _write(db, target, new, prepared, report, emb, replace_paths=None)
         except BaseException:
             with db.connection() as conn:
-                writer.discard_generation(conn, session.table, session.rag_session_id, new)
+                writer.discard_generation(conn, target.table, session.rag_session_id, new)
             raise
-        with db.connection() as conn:
-            writer.swap_generation(conn, session.table, session.rag_session_id, old, new)
-        _analyze_after_load(db, session, report)
+        space = writer.Space(embedder.name, embedder.dim, str(root)) if rebuild else None
+        with db.connection() as conn, conn.transaction():
+            writer.swap_generation(conn, current.table, session.rag_session_id, old, new, space=space)
+            job.complete(conn)
+        job.committed = True
+        _analyze_after_load(db, target, report)
         _refresh_stop_lexemes(db, session)
 
     return _run_job(db, session, "snapshot", body)
@@ -397,7 +469,7 @@ def index_changes(
     session.check_embedder(embedder.name, embedder.dim)
     root = _check_root(root)
 
-    def body(report: IndexReport) -> None:
+    def body(report: IndexReport, job: _Job) -> None:
         sources: list[SourceFile] = []
         for path in upserts:
             got = read_source_file(root, path, max_bytes=max_bytes)
@@ -414,8 +486,8 @@ def index_changes(
         # A file that became unindexable (a syntax error mid-edit, turned binary) keeps its last good rows:
         # bad input never loses what is already indexed; the skip is reported on the job.
         skipped = {s.path for s in report.skipped}
-        replace = [*(p for p in upserts if p not in skipped), *deletes]
-        _write(db, session, generation, prepared, report, emb, replace_paths=replace)
+        replaced = [*(p for p in upserts if p not in skipped), *deletes]
+        _write(db, session, generation, prepared, report, emb, replace_paths=replaced, job=job)
         _analyze_after_load(db, session, report)
         if prepared or deletes:
             _refresh_stop_lexemes(db, session)
@@ -451,16 +523,21 @@ def get_session_fresh(db: Database, session: RagSession) -> RagSession:
 def _check_root(root: Path) -> Path:
     root = Path(root).expanduser()
     if not root.exists():
-        raise IndexingError(f"path not found: {root}")
+        raise IndexingError(f"path not found: {escaped_path(str(root))}")
     if not root.is_dir():
-        raise IndexingError(f"not a directory: {root} (index a repository folder)")
-    return root.resolve()
+        raise IndexingError(f"not a directory: {escaped_path(str(root))} (index a repository folder)")
+    resolved = root.resolve()
+    if escaped_path(str(resolved)) != str(resolved):
+        # The session records its root, and PostgreSQL text is UTF-8: the bytes of such a name cannot be stored.
+        raise IndexingError(f"the folder's path is not valid UTF-8: {escaped_path(str(resolved))}: rename it "
+                            "(or index a copy under a UTF-8 name)")
+    return resolved
 
 
 def index_repository(
     db: Database, root: Path, *, session_name: str, embedder: LotsmanEmbeddings, incremental: bool = True,
     max_bytes: int = 1_000_000, batch_size: int = 32, progress: Progress | None = None,
-    parse_workers: int | None = None,
+    parse_workers: int | None = None, rebuild: bool = False,
 ) -> IndexReport:
     """Index `root` into the named session: incremental diff when it already has an index, else a snapshot.
 
@@ -468,17 +545,25 @@ def index_repository(
         db: the database.
         root: repository folder.
         session_name: created on first use with this embedder.
-        embedder: must match the session's recorded embedder.
+        embedder: must match the session's recorded embedder (unless `rebuild`).
         incremental: False forces a full snapshot (still reusing the blob cache).
         parse_workers: processes that parse files (None → cores − 1, at most 4; 0 → on this thread).
+        rebuild: a full snapshot that may change the session's embedder; the old index answers until the
+            new one is complete, and stays if the job fails.
     """
     root = _check_root(root)
     with db.connection() as conn:
         ensure_tables(conn)
-        session = get_or_create_session(conn, session_name, embedder.name, embedder.dim, root_path=str(root))
-    if not incremental or session.active_generation == 0:
+        session = find_session(conn, session_name)
+        if session is None:
+            session = create_session(conn, session_name, embedder.name, embedder.dim, root_path=str(root))
+        elif not rebuild:
+            session.check_embedder(embedder.name, embedder.dim)
+        elif session.embedding_dim != embedder.dim:
+            ensure_space(conn, embedder.dim)  # the new generation's table
+    if rebuild or not incremental or session.active_generation == 0:
         return index_snapshot(db, session, root, embedder, max_bytes=max_bytes, batch_size=batch_size,
-                              progress=progress, parse_workers=parse_workers)
+                              progress=progress, parse_workers=parse_workers, rebuild=rebuild)
     collected = collect_files(root, max_bytes=max_bytes)
     with db.connection() as conn:
         indexed = writer.indexed_blobs(conn, session.table, session.rag_session_id, session.active_generation)

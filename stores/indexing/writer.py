@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import numpy as np
 import psycopg
@@ -11,6 +12,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from stores.indexing.records import ChunkRecord
+from stores.schema import chunk_table, existing_spaces
 
 COLUMNS = ("rag_session_id", "generation", "layer", "path", "title", "content", "metadata_json",
            "span_start", "span_end", "blob_sha", "embedding")
@@ -55,14 +57,54 @@ def discard_generation(conn: psycopg.Connection, table: str, session_id: str, ge
     )
 
 
-def swap_generation(conn: psycopg.Connection, table: str, session_id: str, old: int, new: int) -> None:
-    """Make `new` the active generation and drop `old`, in one transaction: readers see one or the other."""
+class Space(NamedTuple):
+    """The embedding space a rebuilt generation was written in, recorded on the session by the swap."""
+
+    embedder: str
+    dim: int
+    root_path: str
+
+
+def swap_generation(conn: psycopg.Connection, table: str, session_id: str, old: int, new: int, *,
+                    space: Space | None = None) -> None:
+    """Make `new` the active generation and drop `old` (from `table`, the old generation's), in one
+    transaction: readers see one or the other.
+
+    Args:
+        space: a rebuild's new embedder, dimension and root: `new` was written in that dimension's table,
+            and the session now reads there.
+    """
     with conn.transaction():
-        conn.execute(
-            "UPDATE rag_sessions SET active_generation = %s, updated_at = now() WHERE rag_session_id = %s",
-            (new, session_id),
-        )
+        if space is None:
+            conn.execute(
+                "UPDATE rag_sessions SET active_generation = %s, updated_at = now() WHERE rag_session_id = %s",
+                (new, session_id),
+            )
+        else:
+            conn.execute(
+                "UPDATE rag_sessions SET active_generation = %s, embedder = %s, embedding_dim = %s, root_path = %s, "
+                "updated_at = now() WHERE rag_session_id = %s",
+                (new, space.embedder, space.dim, space.root_path, session_id),
+            )
         discard_generation(conn, table, session_id, old)
+
+
+def discard_inactive(conn: psycopg.Connection, session_id: str, table: str, generation: int) -> int:
+    """Remove a session's rows that no reader can see: other generations of its table, and any rows in other
+    embedding spaces' tables (left by a job killed between its commit of rows and its swap, or by a rebuild
+    into another space). Call it under the session's job lock. Returns the rows removed."""
+    removed = 0
+    with conn.transaction():
+        for dim in existing_spaces(conn):
+            other = chunk_table(dim)
+            if other == table:
+                cur = conn.execute(sql.SQL("DELETE FROM {} WHERE rag_session_id = %s AND generation <> %s").format(
+                    sql.Identifier(other)), (session_id, generation))
+            else:
+                cur = conn.execute(sql.SQL("DELETE FROM {} WHERE rag_session_id = %s").format(sql.Identifier(other)),
+                                   (session_id,))
+            removed += cur.rowcount
+    return removed
 
 
 def delete_paths(conn: psycopg.Connection, table: str, session_id: str, generation: int, paths: list[str]) -> int:

@@ -173,3 +173,79 @@ def test_a_live_job_stays_running(db: Database, tmp_path: Path, session_name: st
     assert [s for s, _ in job_rows(db, session_name)] == ["done"]
     drop(db, session_name)
 
+
+
+def test_ctrl_c_after_the_commit_leaves_the_job_done(db: Database, pg_data_dir: Path, tmp_path: Path,
+                                                     session_name: str) -> None:
+    """Issue 25, item 3: Ctrl-C after a job's rows went live marked it failed although they were answering.
+
+    The real CLI is stopped (by `tests/integration/faulty_cli.py`) in the step after its commit, the stoplist
+    refresh, and gets SIGINT there: the job must be `done`, its rows live, and the one error line must say so.
+    """
+    from tests.integration.conftest import cli_env
+
+    write_corpus(tmp_path / "corpus")
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    env = cli_env(pg_data_dir, LOTSMAN_PARSE_WORKERS="0", LOTSMAN_EMBEDDER="fake")
+    proc = subprocess.Popen([sys.executable, "-m", "tests.integration.faulty_cli", f"tail-block:{gate}", "index",
+                             str(tmp_path / "corpus"), "--session", session_name], text=True, cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not (gate / "blocked").exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the job never reached its stoplist refresh"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    assert proc.returncode == 130, err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    assert "committed" in errors[0] and "new index" in errors[0], errors[0]
+    assert [s for s, _ in job_rows(db, session_name)] == ["done"]
+    with db.connection() as conn:
+        rows = [r for r in list_sessions(conn) if r["name"] == session_name][0]["rows"]
+    assert rows > 0
+    drop(db, session_name)
+
+
+def test_ctrl_c_before_the_commit_keeps_the_previous_index(db: Database, pg_data_dir: Path, tmp_path: Path,
+                                                           session_name: str) -> None:
+    """The other side: SIGINT while the job embeds fails it (saying so) and the earlier index answers."""
+    from tests.integration.conftest import cli_env
+
+    write_corpus(tmp_path / "corpus")
+    first = index_repository(db, tmp_path / "corpus", session_name=session_name, embedder=FakeEmbeddings())
+    (tmp_path / "corpus" / "docs" / "extra.md").write_text("# Extra\n\nОдна новая страница.\n")
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    env = cli_env(pg_data_dir, LOTSMAN_PARSE_WORKERS="0")
+    proc = subprocess.Popen([sys.executable, "-m", "tests.integration.faulty_cli", f"embed-block:{gate}", "index",
+                             str(tmp_path / "corpus"), "--session", session_name], text=True, cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not (gate / "blocked").exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the job never started embedding"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        (gate / "release").touch()  # the embedding thread finishes its batch; the main thread is interrupted
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    assert proc.returncode == 130, err
+    rows = job_rows(db, session_name)
+    assert [s for s, _ in rows] == ["done", "failed"], rows
+    assert rows[1][1].startswith("interrupted (Ctrl-C) before the job committed"), rows
+    with db.connection() as conn:
+        now = [r for r in list_sessions(conn) if r["name"] == session_name][0]["rows"]
+    assert now == first.rows_written
+    drop(db, session_name)

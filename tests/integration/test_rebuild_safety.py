@@ -1,0 +1,201 @@
+"""Issue 25, item 1: a failed `lotsman index --rebuild` leaves the old index answering.
+
+`--rebuild` used to delete the session before indexing: any failure after that left the session with 0 rows.
+Each test indexes a session, starts a rebuild that fails in one way (a parser exception on a bad file, the
+process SIGKILLed mid-job, the database stopped mid-job), and checks that the old generation still
+answers: the same rows, the same embedder, and `retrieve` still finds the old text. The faults are injected
+into the real CLI by `tests/integration/faulty_cli.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import ROOT, cli_env
+
+OLD_TEXT = "# Frobnicator\n\nThe frobnicator calibrates the widgets every morning.\n"
+NEW_TEXT = "# Quuxification\n\nQuuxification replaces the frobnicator entirely.\n"
+
+
+def faulty(fault: str, *args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tests.integration.faulty_cli", fault, *args], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=timeout)
+
+
+def start_faulty(fault: str, *args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "tests.integration.faulty_cli", fault, *args], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT, start_new_session=True)
+
+
+def wait_blocked(proc: subprocess.Popen[str], folder: Path, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not (folder / "blocked").exists():
+        if proc.poll() is not None:
+            pytest.fail(f"the job ended before reaching its fault: {proc.communicate()}")
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail("the job never reached its fault")
+        time.sleep(0.05)
+
+
+def one_error_line(stderr: str) -> str:
+    """The one `error:` line (progress lines may precede it on stderr), and no traceback."""
+    errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in stderr, stderr
+    return errors[0]
+
+
+def write_corpus(root: Path) -> None:
+    (root / "docs").mkdir(parents=True, exist_ok=True)
+    (root / "docs" / "old.md").write_text(OLD_TEXT)
+
+
+def session_row(env: dict[str, str], name: str) -> dict:
+    proc = faulty("none", "sessions", "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    rows = [r for r in json.loads(proc.stdout) if r["name"] == name]
+    assert rows, f"session {name} is gone: {proc.stdout}"
+    return rows[0]
+
+
+def retrieved_paths(env: dict[str, str], name: str, question: str) -> list[str]:
+    proc = faulty("none", "retrieve", question, "--session", name, "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    return [r["path"] for r in json.loads(proc.stdout)["rows"]]
+
+
+def assert_old_generation_answers(env: dict[str, str], name: str, before: dict) -> None:
+    after = session_row(env, name)
+    assert (after["rows"], after["embedder"], after["embedding_dim"], after["active_generation"]) == (
+        before["rows"], before["embedder"], before["embedding_dim"], before["active_generation"]), after
+    assert after["last_job"]["status"] == "failed", after["last_job"]
+    assert retrieved_paths(env, name, "frobnicator calibrates widgets")[:1] == ["docs/old.md"]
+
+
+def index_old(env: dict[str, str], corpus: Path, name: str) -> dict:
+    write_corpus(corpus)
+    proc = faulty("none", "index", str(corpus), "--session", name, "--embedder", "fake", env=env)
+    assert proc.returncode == 0, proc.stderr
+    before = session_row(env, name)
+    assert before["rows"] > 0
+    return before
+
+
+@pytest.fixture
+def env(db, pg_data_dir: Path) -> dict[str, str]:
+    return cli_env(pg_data_dir, LOTSMAN_PARSE_WORKERS="0")
+
+
+def test_rebuild_failing_on_a_bad_file_keeps_the_old_index(env: dict[str, str], tmp_path: Path,
+                                                           session_name: str) -> None:
+    """(a) A parser exception on one file; the rebuild also asked for another embedder (dim 512)."""
+    before = index_old(env, tmp_path, session_name)
+    (tmp_path / "docs" / "poison.md").write_text(NEW_TEXT)
+
+    proc = faulty("parse-raise:poison", "index", str(tmp_path), "--session", session_name, "--rebuild",
+                  "--embedder", "use", env=env)
+
+    assert proc.returncode == 1, proc.stderr
+    assert "injected parser failure" in one_error_line(proc.stderr)
+    assert_old_generation_answers(env, session_name, before)
+
+
+def test_rebuild_killed_mid_job_keeps_the_old_index(env: dict[str, str], tmp_path: Path, session_name: str) -> None:
+    """(b) `kill -9` of the rebuilding process while it embeds."""
+    before = index_old(env, tmp_path / "corpus", session_name)
+    (tmp_path / "corpus" / "docs" / "new.md").write_text(NEW_TEXT)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+
+    proc = start_faulty(f"embed-block:{gate}", "index", str(tmp_path / "corpus"), "--session", session_name,
+                        "--rebuild", env=env)
+    try:
+        wait_blocked(proc, gate)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    deadline = time.monotonic() + 10  # PostgreSQL notices the dropped connection and frees the job's lock
+    while session_row(env, session_name)["last_job"]["status"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert_old_generation_answers(env, session_name, before)
+    assert session_row(env, session_name)["last_job"]["error"].startswith("interrupted")
+
+
+def test_rebuild_succeeds_with_another_embedder_and_leaves_no_old_rows(db, env: dict[str, str], tmp_path: Path,
+                                                                       session_name: str) -> None:
+    before = index_old(env, tmp_path, session_name)
+    (tmp_path / "docs" / "new.md").write_text(NEW_TEXT)
+
+    proc = faulty("none", "index", str(tmp_path), "--session", session_name, "--rebuild", "--embedder", "use",
+                  env=env)
+
+    assert proc.returncode == 0, proc.stderr
+    after = session_row(env, session_name)
+    assert (after["embedder"], after["embedding_dim"]) == ("use", 512)
+    assert after["rag_session_id"] == before["rag_session_id"]
+    assert after["last_job"]["status"] == "done"
+    assert "docs/new.md" in retrieved_paths(env, session_name, "Quuxification replaces")[:2]
+    with db.connection() as conn:  # the old generation (64-dim table) is gone
+        left = conn.execute("SELECT count(*) FROM rag_chunks_d64 WHERE rag_session_id = %s",
+                            (before["rag_session_id"],)).fetchone()[0]
+    assert left == 0
+    # And the session keeps working incrementally with its new embedder.
+    (tmp_path / "docs" / "new.md").write_text(NEW_TEXT + "\nMore quux.\n")
+    proc = faulty("none", "index", str(tmp_path), "--session", session_name, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "changes" in proc.stdout
+
+
+@pytest.fixture(scope="module")
+def own_server() -> Iterator[Path]:
+    """A data dir with its own embedded server: test (c) stops it (never the shared one).
+
+    Not under pytest's tmp_path: as root, postgres runs as the `pgserver` user (see test_embedded_faults).
+    """
+    from stores.database import start_embedded, stop_embedded
+
+    base = Path(tempfile.mkdtemp(prefix="lotsman-rebuild-"))
+    start_embedded(base / "data")
+    yield base
+    stop_embedded(base / "data")
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_rebuild_with_the_database_stopped_mid_job_keeps_the_old_index(own_server: Path) -> None:
+    """(c) The embedded server is stopped while the rebuild embeds; started again, the old index answers."""
+    from stores.database import start_embedded, stop_embedded
+
+    env = cli_env(own_server / "data", LOTSMAN_PARSE_WORKERS="0")
+    corpus, gate = own_server / "corpus", own_server / "gate"
+    before = index_old(env, corpus, "stopped")
+    (corpus / "docs" / "new.md").write_text(NEW_TEXT)
+    gate.mkdir()
+
+    proc = start_faulty(f"embed-block:{gate}", "index", str(corpus), "--session", "stopped", "--rebuild", env=env)
+    try:
+        wait_blocked(proc, gate)
+        assert stop_embedded(own_server / "data")
+        (gate / "release").touch()
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    assert proc.returncode == 3, err
+    assert "PostgreSQL" in one_error_line(err)
+    start_embedded(own_server / "data")
+    assert_old_generation_answers(env, "stopped", before)
