@@ -16,6 +16,15 @@ IGNORED_DIR_NAMES = frozenset({"node_modules", "__pycache__", "__pypackages__", 
 
 _BINARY_SNIFF_BYTES = 8192
 
+CONFIRM_ABOVE_FILES = 5000
+"""`lotsman index` asks for `--yes` before a folder with more candidate files than this. The standard library
+(729 files → 73k rows) takes 2.5–3 minutes cold with `use` on 2 cores, so 5,000 files is ~20 minutes and
+~500k rows: larger than any repository we measured (the eval corpora have 17–174 files), while the paths
+that reach it by mistake are far larger (`/usr` here: 21k `.py`/`.md` files; `/` or a home folder more)."""
+
+NON_UTF8_FILE = "file name is not valid UTF-8: rename it to index it"
+NON_UTF8_DIR = "folder name is not valid UTF-8: rename it to index its files"
+
 
 @dataclass(frozen=True, slots=True)
 class SourceFile:
@@ -52,6 +61,31 @@ class CollectedFiles:
 def git_blob_sha(data: bytes) -> str:
     """Return the sha1 git would give `data` as a blob (`git hash-object`)."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def escaped_path(path: str) -> str:
+    """`path` with the bytes of a name that is not valid UTF-8 written as `\\xe9` escapes.
+
+    Python hands such names over as lone surrogates (`caf\\udce9.md`): they cannot be encoded, so storing or
+    printing them raised `UnicodeEncodeError` and aborted a whole index job. The escaped form can be stored
+    (job rows) and printed, and tells the user which bytes to rename.
+    """
+    if is_utf8_name(path):
+        return path
+    try:
+        raw = os.fsencode(path)
+    except UnicodeEncodeError:  # a surrogate that did not come from the file system's bytes
+        return path.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def is_utf8_name(name: str) -> bool:
+    """Whether `name` is valid Unicode text (not bytes smuggled in as lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def normalize_newlines(text: str) -> str:
@@ -97,6 +131,9 @@ def collect_files(
             if _is_ignored_name(name):
                 continue
             child = current / name
+            if not is_utf8_name(name):
+                skipped.append(SkippedFile(escaped_path(_rel(child, real_root)), NON_UTF8_DIR))
+                continue
             if child.is_symlink():
                 if not _inside(child.resolve(), real_root):
                     skipped.append(SkippedFile(_rel(child, real_root), "symlink points outside the root"))
@@ -106,6 +143,9 @@ def collect_files(
         for name in sorted(filenames):
             if name.startswith(".") or not name.lower().endswith(exts):
                 continue
+            if not is_utf8_name(name):
+                skipped.append(SkippedFile(escaped_path(_rel(current / name, real_root)), NON_UTF8_FILE))
+                continue
             result = _load(current / name, _rel(current / name, real_root), real_root, max_bytes)
             if isinstance(result, SourceFile):
                 files.append(result)
@@ -114,6 +154,35 @@ def collect_files(
     files.sort(key=lambda item: item.path)
     skipped.sort(key=lambda item: item.path)
     return CollectedFiles(files=files, skipped=skipped)
+
+
+def count_candidates(
+    root: Path, *, stop_after: int, include_exts: tuple[str, ...] = DEFAULT_INCLUDE_EXTS,
+) -> int:
+    """How many candidate files `collect_files` would vet under `root`, counted without reading any, and
+    no further than `stop_after + 1` (a walk of `/` stops as soon as the answer is known).
+
+    Raises:
+        FileNotFoundError: `root` does not exist.
+        NotADirectoryError: `root` is not a directory.
+    """
+    real_root = _checked_root(root)
+    exts = tuple(ext.lower() for ext in include_exts)
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(real_root, followlinks=False):
+        current = Path(dirpath)
+        dirnames[:] = [d for d in dirnames if not _is_ignored_name(d) and not (current / d).is_symlink()]
+        count += sum(1 for name in filenames if not name.startswith(".") and name.lower().endswith(exts))
+        if count > stop_after:
+            return stop_after + 1
+    return count
+
+
+def needs_confirmation(candidates: int, *, limit: int = CONFIRM_ABOVE_FILES, confirmed: bool = False,
+                       known_root: bool = False) -> bool:
+    """Whether `lotsman index` must stop and ask for `--yes`: more candidates than `limit`, not confirmed,
+    and not the folder the session was already built from (its size was accepted then)."""
+    return candidates > limit and not confirmed and not known_root
 
 
 def read_source_file(
@@ -140,6 +209,8 @@ def read_source_file(
         NotADirectoryError: `root` is not a directory.
     """
     real_root = _checked_root(root)
+    if not is_utf8_name(rel_path):
+        return SkippedFile(escaped_path(rel_path), NON_UTF8_FILE)
     raw = rel_path.replace("\\", "/")
     normalized = posixpath.normpath(raw) if raw else ""
     if not raw or raw.startswith("/") or normalized in ("", ".") or normalized.startswith(".."):
