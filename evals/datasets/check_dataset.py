@@ -48,39 +48,6 @@ TAGS = {
 MAX_FACT_WORDS = 5
 CYRILLIC = re.compile(r"[\u0400-\u04FF]")
 
-# Terms that must be absent from the corpus for each unanswerable case
-# (case-insensitive substring search over every file under the corpus root).
-# Keyed by dataset file name, then case id. README.md lists the counts.
-ABSENT_TERMS: dict[str, dict[str, list[str]]] = {
-    "fastapi_ru.jsonl": {
-        "fr-017": [
-            "rate limit",
-            "rate-limit",
-            "ratelimit",
-            "throttl",
-            "ограничение частоты",
-            "ограничение скорости",
-            "429",
-        ],
-        "fr-038": ["kafka", "кафк"],
-        "fr-042": ["prometheus", "grafana", "метрик"],
-        "fr-056": ["terraform"],
-        "fr-069": ["totp", "двухфактор", "2fa", "one-time", "одноразов"],
-        "fr-072": ["cap theorem", "теорема cap", "cap-теорем", "теорем", "partition tolerance"],
-        "fr-076": ["elasticsearch", "elastic"],
-        "fr-080": ["helm", "чарт"],
-        "fr-084": ["sentry"],
-        "fr-108": ["mangum", "aws lambda", "serverless", "бессервер"],
-        "fr-113": ["grpc", "protobuf"],
-    },
-    "fastapi_ru_holdout.jsonl": {
-        "frh-004": ["блокчейн", "blockchain", "биткоин", "bitcoin", "майнинг"],
-        "frh-023": ["opentelemetry", "трассиров", "tracing"],
-        "frh-025": ["ldap", "keycloak", "active directory"],
-    },
-}
-
-
 class Corpus:
     """Lazy, lower-cased view of the text files under the corpus root."""
 
@@ -212,7 +179,7 @@ def check_case(
         if "unanswerable" in tags:
             bad("answerable case tagged 'unanswerable'")
         if cid in absent:
-            bad("answerable case listed in ABSENT_TERMS")
+            bad("answerable case has absent terms")
     elif answerable is False:
         if gold:
             bad("unanswerable case must have gold_paths == []")
@@ -222,7 +189,7 @@ def check_case(
             bad("unanswerable case lacks the 'unanswerable' tag")
         terms = absent.get(cid)
         if not terms:
-            bad("unanswerable case has no ABSENT_TERMS entry (check_dataset.py or NAME.absent.json)")
+            bad("unanswerable case has no absent terms (NAME.absent.json next to the dataset)")
         for term in terms or []:
             files, hits = corpus.count(term)
             if hits:
@@ -260,9 +227,10 @@ def check_case(
 
 
 def sidecar_absent_terms(dataset: Path) -> dict[str, list[str]]:
-    """Absent terms kept next to a dataset (`NAME.absent.json`: case id -> terms), for corpora added
-    after this table was written. A term may be a phrase: for a near-miss case every word occurs in the
-    corpus, but the phrase (the asked-for thing) does not."""
+    """Terms that must be absent from the corpus for each unanswerable case, kept next to the dataset
+    (`NAME.absent.json`: case id -> terms; a case-insensitive substring search over every file under the
+    corpus root). A term may be a phrase: for a near-miss case every word occurs in the corpus, but the
+    phrase (the asked-for thing) does not."""
     side = dataset.with_name(dataset.stem + ".absent.json")
     if not side.is_file():
         return {}
@@ -278,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--absent-report",
         action="store_true",
-        help="also print the corpus count of every ABSENT_TERMS term",
+        help="also print the corpus count of every absent term",
     )
     args = ap.parse_args(argv)
 
@@ -290,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     corpus = Corpus(args.corpus)
-    absent = {**ABSENT_TERMS.get(args.dataset.name, {}), **sidecar_absent_terms(args.dataset)}
+    absent = sidecar_absent_terms(args.dataset)
     problems: list[str] = []
     records: list[dict] = []
     seen_ids: Counter[str] = Counter()
@@ -321,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     ids = {str(r.get("id")) for r in records}
     for cid in absent:
         if cid not in ids:
-            problems.append(f"{cid}: listed in ABSENT_TERMS but not in the dataset")
+            problems.append(f"{cid}: has absent terms ({args.dataset.stem}.absent.json) but is not in the dataset")
 
     for p in problems:
         print(f"PROBLEM {p}")
