@@ -4,8 +4,9 @@
 key facts found by the metric's own matcher, absent terms of unanswerable cases); `check_self.py` checks
 lotsman-self against this repository as it is now, so a code or docs change that moves a key fact fails
 here. Corpora are assembled by their suite's script (pip-downloaded pinned wheels) into
-`$LOTSMAN_EVAL_CORPORA/NAME` (default `<tmp>/lotsman-eval-corpora/NAME`; fastapi-ru also honours
-`LOTSMAN_FASTAPI_CORPUS`). When a corpus cannot be assembled the test fails under `CI=true` and is
+`$LOTSMAN_EVAL_CORPORA/NAME` (default `<tmp>/lotsman-eval-corpora/NAME`; fastapi-ru, without that
+variable, where the `fastapi_corpus` fixture puts it: `LOTSMAN_FASTAPI_CORPUS` or
+`<tmp>/lotsman-fastapi-ru`). When a corpus cannot be assembled the test fails under `CI=true` and is
 skipped loudly otherwise.
 """
 
@@ -39,10 +40,10 @@ def corpus_of(suite: Suite) -> Path:
     """The suite's corpus, assembled once per test run (idempotent scripts: a built corpus is reused)."""
     if suite.name in _assembled:
         return _assembled[suite.name]
-    base = Path(os.environ.get("LOTSMAN_EVAL_CORPORA", Path(tempfile.gettempdir()) / "lotsman-eval-corpora"))
-    dest = base / suite.name
-    if suite.name == "fastapi-ru" and os.environ.get("LOTSMAN_FASTAPI_CORPUS"):
-        dest = Path(os.environ["LOTSMAN_FASTAPI_CORPUS"])
+    base = os.environ.get("LOTSMAN_EVAL_CORPORA")
+    dest = Path(base or Path(tempfile.gettempdir()) / "lotsman-eval-corpora") / suite.name
+    if suite.name == "fastapi-ru" and not base:  # where tests/conftest.py's fastapi_corpus puts it
+        dest = Path(os.environ.get("LOTSMAN_FASTAPI_CORPUS", Path(tempfile.gettempdir()) / "lotsman-fastapi-ru"))
     script = (REPO_ROOT / str(suite.assemble)).resolve()
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     proc = (subprocess.run(["bash", str(script), str(dest)], capture_output=True, text=True, env=env, check=False,

@@ -306,7 +306,8 @@ def test_code_plan_accepts_any_container_of_symbols() -> None:
 def test_code_plan_with_empty_catalog_still_honours_words() -> None:
     """SPEC §5 code plan: identifiers need the catalog, implementation words do not."""
     assert resolve_code_plan(route("Как работает Depends?"), frozenset()) is None
-    assert resolve_code_plan(route("Где реализован Depends?"), frozenset()) is not None
+    plan = resolve_code_plan(route("Где реализован Depends?"), frozenset())
+    assert plan is not None and (plan.terms, plan.reason, plan.explicit) == (["depends"], "words: реализован", True)
 
 
 def test_code_plan_never_changes_the_docs_plan() -> None:
@@ -322,7 +323,9 @@ def test_code_plan_never_changes_the_docs_plan() -> None:
     prose_route = code_route.model_copy(
         update={"user_query": "Про роутер", "normalized_query": "Про роутер", "target_terms": []}
     )
-    assert resolve_code_plan(code_route, SYMBOLS) is not None
+    plan = resolve_code_plan(code_route, SYMBOLS)
+    assert plan is not None and plan.terms == ["apirouter", "routing.py"]
+    assert plan.reason == "symbols: apirouter; files: routing.py; words: коде, реализован"
     assert resolve_code_plan(prose_route, SYMBOLS) is None
     assert resolve_plan(code_route) == resolve_plan(prose_route)
 
@@ -330,7 +333,8 @@ def test_code_plan_never_changes_the_docs_plan() -> None:
 def test_called_class_named_like_the_package_triggers_code_plan() -> None:
     """SPEC §5 code plan: `FastAPI()` is the class; bare `FastAPI` alone is the package everyone names."""
     symbols = {"fastapi", "fastapi.applications.fastapi", "fastapi.routing.apirouter"}
-    assert resolve_code_plan(route("Что по умолчанию в FastAPI()?", [], []), symbols) is not None
+    plan = resolve_code_plan(route("Что по умолчанию в FastAPI()?", [], []), symbols)
+    assert plan is not None and (plan.terms, plan.reason, plan.explicit) == (["fastapi"], "symbols: fastapi", False)
     assert resolve_code_plan(route("Как настроить CORS в FastAPI?", [], []), symbols) is None
 
 
