@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graph.errors import client_visible, validation_message
+from nodes.context_retrieval.strategy import Retriever
 from stores.errors import InvalidInputError
 
 
@@ -25,6 +26,9 @@ class Context(BaseModel):
     """Evidence rows kept after fusion (before the token cap)."""
     token_cap: int = Field(default=4096, strict=True, ge=1)
     """Token budget of the evidence handed to analysis and composition (seed 004)."""
+    retriever: Retriever = "full"
+    """`full`: every lane of the route's plan, fused (the product); `vector` / `bm25`: the semantic or the
+    lexical lane alone over every docs layer (the eval's plain baselines). Any other value is an error."""
     use_llm: bool = Field(default=True, strict=True)
     """Use the chat model when one is configured (False forces the offline path)."""
     llm_timeout_s: float = Field(default=30.0, gt=0)

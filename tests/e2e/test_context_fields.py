@@ -1,0 +1,107 @@
+"""Issue 25 item 7 through a real `langgraph dev` server: the run context's `retriever` reaches the graph.
+
+langgraph-api keeps only the context keys the graph's context schema lists; before `Context` had the field,
+`{"retriever": "nope"}` and `{"retriever": "bm25"}` were both dropped on the server without a word.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+
+from tests.e2e.conftest import ROOT, VENV_BIN
+
+READY_TIMEOUT_S = 90.0
+QUESTION = {"messages": [{"role": "human", "content": "Как настроить CORSMiddleware?"}]}
+
+
+@pytest.fixture(scope="module")
+def server_url(offline_env: Callable[..., dict[str, str]], tmp_path_factory: pytest.TempPathFactory,
+               db) -> Iterator[str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = tmp_path_factory.mktemp("context-fields-server") / "server.log"
+    # --no-reload: other people edit the repo while tests run; a reload would restart the server mid-test.
+    cmd = [str(VENV_BIN / "langgraph"), "dev", "--no-browser", "--no-reload", "--port", str(port),
+           "--host", "127.0.0.1"]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=offline_env(LOTSMAN_EMBEDDER="fake"), stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not _ready(url):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"langgraph dev not ready (exit code {proc.poll()}):\n{log.read_text(errors='replace')}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # our own process group (start_new_session=True)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+
+
+def _ready(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/ok", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def session(db, small_corpus: Path) -> str:
+    from stores.embedders import make_embedder
+    from stores.indexing.service import index_repository
+
+    name = f"ctx-{uuid.uuid4().hex[:8]}"
+    index_repository(db, small_corpus, session_name=name, embedder=make_embedder("fake"))
+    return name
+
+
+@pytest.mark.parametrize("value", ["nope", "BM25", 7], ids=["word", "case", "int"])
+async def test_unknown_retriever_fails_the_run_in_one_line(server_url: str, session: str, value: object) -> None:
+    client = get_client(url=server_url)
+    with pytest.raises(Exception) as info:
+        await client.runs.wait(None, "lotsman", input=QUESTION, context={"rag_session_id": session,
+                                                                          "retriever": value})
+    assert str(info.value) == ("InvalidInputError: invalid run context: retriever: Input should be 'full', "
+                               f"'vector' or 'bm25' (got {value!r})")
+
+
+async def _evidence_lanes(server_url: str, context: dict[str, object]) -> tuple[set[str], set[str]]:
+    """The lanes of the run's evidence rows and the lanes that ran, read from the thread's state."""
+    client = get_client(url=server_url)
+    thread = await client.threads.create()
+    out = await client.runs.wait(thread["thread_id"], "lotsman", input=QUESTION, context=context)
+    assert out["abstained"] is False, out["answer"]
+    values = (await client.threads.get_state(thread["thread_id"]))["values"]
+    return {lane for row in values["evidence"] for lane in row["lanes"]}, set(values["retrieval"]["lane_sizes"])
+
+
+@pytest.mark.parametrize("value", ["full", None], ids=["full", "default"])
+async def test_full_retriever_runs_every_lane(server_url: str, session: str, value: str | None) -> None:
+    context = {"rag_session_id": session} | ({"retriever": value} if value else {})
+    rows, ran = await _evidence_lanes(server_url, context)
+    assert len(ran) > 2 and len(rows) > 1
+
+
+@pytest.mark.xfail(strict=True, reason="graph/deps.py full_retrieval must call retrieve_evidence with "
+                                       "ctx.retriever (issue 25 item 7: a change outside this helper's files)")
+@pytest.mark.parametrize(("value", "lane"), [("vector", "semantic"), ("bm25", "lexical")])
+async def test_plain_retriever_runs_its_one_lane(server_url: str, session: str, value: str, lane: str) -> None:
+    rows, ran = await _evidence_lanes(server_url, {"rag_session_id": session, "retriever": value})
+    assert rows == ran == {lane}
