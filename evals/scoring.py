@@ -61,27 +61,28 @@ def labels_of(analysis: Any) -> dict[str, Any]:
 
 
 def answer_mode(state: dict[str, Any], *, llm: bool) -> tuple[str, str]:
-    """(mode, reason) of a case's answer: `llm`, `extractive fallback`, `extractive` (offline), `find_files`
-    or `not_found`.
+    """(mode, reason) of a case's answer: `llm`, `extractive fallback`, `find_files`, `not_found`, or
+    `extractive` in an offline run (reason `offline`).
 
-    The graph's own `answer_mode` / `offline_reason` outputs are used when it has them; otherwise the mode
-    is read from the text's shape (the extractive composer's lead line), and the reason is unknown.
+    In an `--llm` run an answer in the extractive composer's shape (its lead line first) is a fallback.
+    The reason is the graph's `offline_reason` when the request went offline (`answer_mode: offline`);
+    when the graph says `llm` the model was there but its reply was unusable (no citation survived
+    verification, empty text); a graph without these outputs leaves the reason unrecorded.
     """
-    mode, reason = state.get("answer_mode"), state.get("offline_reason") or ""
     if state.get("abstained"):
-        return "not_found", reason
-    if mode is not None:
-        mode = str(mode)
-        if llm and mode == "extractive":
-            return FALLBACK, reason or "not recorded"
-        return mode, reason
+        return "not_found", ""
     if not llm:
         return "extractive", "offline"
     parts = blocks(state.get("answer") or "")
-    if parts and label_block(parts[0]):  # the extractive composer's lead or file-list line
-        if (plain(state.get("route")) or {}).get("subintent") == "FIND_FILES":
-            return "find_files", ""
-        return FALLBACK, "not recorded (the graph output has no offline_reason)"
+    extractive = bool(parts) and label_block(parts[0])
+    if extractive and (plain(state.get("route")) or {}).get("subintent") == "FIND_FILES":
+        return "find_files", ""  # the ranked list is deterministic by design, never the model's
+    graph_mode, reason = state.get("answer_mode"), str(state.get("offline_reason") or "")
+    if graph_mode == "offline":
+        return FALLBACK, reason or "offline, no reason given"
+    if extractive:
+        return FALLBACK, ("model reply unusable (no verified citation or empty text)" if graph_mode == "llm"
+                          else "not recorded (the graph output has no answer_mode)")
     return "llm", ""
 
 

@@ -19,7 +19,7 @@ from evals.scoring import score_case
 from evals.suites import SUITES, assemble_corpus, select
 from evals.summary import METRICS, aggregate, macro
 from nodes.answer_composition import Answer, compose_extractive
-from nodes.context_analysis import Analysis, Span
+from nodes.context_analysis import Analysis, FileEvidence, Span
 from nodes.intent_routing.models import RouteResult
 from stores.errors import LotsmanError
 
@@ -37,15 +37,18 @@ def span(path: str, text: str, section: str = "", code: bool = False) -> Span:
                 section=section, kind="source" if code else "prose", code=code)
 
 
-def composed(*spans: Span) -> tuple[Answer, Analysis]:
+def composed(*spans: Span, route: RouteResult | None = None) -> tuple[Answer, Analysis]:
     """What the extractive composer writes for these passages (no passage: "not found")."""
-    analysis = Analysis(spans=list(spans), passages=list(spans), sufficient=bool(spans), language="en")
-    return compose_extractive("q?", analysis, SUMMARY), analysis
+    files = [FileEvidence(path=s.path, best_rank=i, title=s.section, reason=s.text.split("\n")[0])
+             for i, s in enumerate(spans, 1)]
+    analysis = Analysis(files=files, spans=list(spans), passages=list(spans), sufficient=bool(spans),
+                        language="en")
+    return compose_extractive("q?", analysis, route or SUMMARY), analysis
 
 
 def state(spans: list[Span], paths: list[str], *, route: tuple[str, str] = ("DOC_EXPLAIN", "SUMMARY"),
           **extra: Any) -> dict[str, Any]:
-    answer, analysis = composed(*spans)
+    answer, analysis = composed(*spans, route=RouteResult(user_query="q", intent=route[0], subintent=route[1]))
     return {"answer": answer.text, "abstained": answer.abstained, "analysis": analysis,
             "evidence": [{"path": p, "span_start": 1, "span_end": 9} for p in paths],
             "citations": [c.model_dump() for c in answer.citations], "citations_removed": [],
@@ -98,22 +101,31 @@ LLM_TEXT = "Use x, as the page says [docs/x.md:1-2]."
 
 def test_llm_runs_record_the_answer_mode_and_count_fallbacks() -> None:
     llm_answer = {"answer": LLM_TEXT, "citations": [{"path": "docs/x.md", "start_line": 1, "end_line": 2}],
-                  "citations_removed": ["docs/secret.md:1-9"]}
+                  "citations_removed": ["docs/secret.md:1-9"], "answer_mode": "llm", "offline_reason": ""}
     llm_row = score_case(case("l", ["docs/x.md"], ["x"]), {**state([], ["docs/x.md"]), **llm_answer,
                                                            "abstained": False}, llm=True)
     assert (llm_row["answer_mode"], llm_row["citations_removed_share"]) == ("llm", 0.5)
-    # An extractive answer in an --llm run is a fallback; without `offline_reason` the reason is unknown.
-    fallback = score_case(case("f", ["docs/x.md"], ["x"]), state([span("docs/x.md", "x")], ["docs/x.md"]),
-                          llm=True)
-    assert fallback["answer_mode"] == "extractive fallback" and fallback["citations_removed_share"] is None
-    assert fallback["answer_mode_reason"].startswith("not recorded")
-    told = score_case(case("g", ["docs/x.md"], ["x"]),
-                      state([span("docs/x.md", "x")], ["docs/x.md"], answer_mode="extractive",
-                            offline_reason="deadline"), llm=True)
-    assert (told["answer_mode"], told["answer_mode_reason"]) == ("extractive fallback", "deadline")
-    m = aggregate([llm_row, fallback, told], llm=True)
+    # The request went offline (the graph says why): the extractive answer is a fallback with that reason.
+    offline = score_case(case("g", ["docs/x.md"], ["x"]),
+                         state([span("docs/x.md", "x")], ["docs/x.md"], answer_mode="offline",
+                               offline_reason="answer_composition: no answer within 3s"), llm=True)
+    assert offline["answer_mode"] == "extractive fallback" and offline["citations_removed_share"] is None
+    assert offline["answer_mode_reason"] == "answer_composition: no answer within 3s"
+    # The model answered, but its reply was unusable (every citation removed): still a fallback.
+    unusable = score_case(case("u", ["docs/x.md"], ["x"]),
+                          state([span("docs/x.md", "x")], ["docs/x.md"], answer_mode="llm"), llm=True)
+    assert unusable["answer_mode"] == "extractive fallback"
+    assert unusable["answer_mode_reason"].startswith("model reply unusable")
+    # A FIND_FILES list is deterministic by design; an abstention needs no model.
+    files = score_case(case("ff", ["docs/x.md"], ["x"], route="DOC_EXPLAIN/FIND_FILES"),
+                       state([span("docs/x.md", "x")], ["docs/x.md"], route=("DOC_EXPLAIN", "FIND_FILES"),
+                             answer_mode="llm"), llm=True)
+    assert files["answer_mode"] == "find_files"
+    m = aggregate([llm_row, offline, unusable, files, ROWS[2]], llm=True)
     assert m["llm_fallbacks"] == 2 and m["citations_removed_share"] == 0.5
-    assert m["fallback_reasons"] == {"deadline": 1, fallback["answer_mode_reason"]: 1}
+    assert m["fallback_reasons"] == {"answer_composition: no answer within 3s": 1,
+                                     unusable["answer_mode_reason"]: 1}
+    assert m["answer_modes"] == {"llm": 1, "extractive fallback": 2, "find_files": 1, "not_found": 1}
 
 
 def test_corpus_summary() -> None:
