@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from typing import NoReturn
 
-from graph import cli_commands, cli_index, cli_retrieve
+from graph import cli_commands, cli_index, cli_retrieve, cli_serve
 from graph.settings import Settings, get_settings
 from graph.terminal import printable
 from stores.errors import LotsmanError, UsageError, database_lost
@@ -114,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_index.register(sub)
     cli_commands.register(sub)
+    cli_serve.register(sub)
     cli_retrieve.register(sub)
     load_plugins(sub)
     return parser

@@ -6,19 +6,15 @@ import argparse
 import asyncio
 import io
 import json
-import os
-import shutil
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graph.settings import Settings
 from graph.terminal import printable, undecodable
-from stores.errors import InvalidQuestionError, LotsmanError
+from stores.errors import InvalidQuestionError
 
 if TYPE_CHECKING:  # the graph's modules load only when a command needs them (a fast `lotsman --help`)
     from graph.deps import GraphDeps
@@ -163,16 +159,6 @@ async def _chat_loop(settings: Settings, deps: Any, session: str, thread_id: str
             print(printable(out.get("answer", ""), multiline=True))
 
 
-def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    exe = shutil.which("langgraph") or str(Path(sys.executable).parent / "langgraph")
-    if not Path(exe).exists():
-        raise LotsmanError("langgraph CLI not found: pip install 'langgraph-cli[inmem]'")
-    env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true"}
-    cmd = [exe, "dev", "--no-browser", "--host", args.host, "--port", str(args.port)]
-    root = Path(__file__).resolve().parent.parent
-    return subprocess.call(cmd, cwd=root, env=env)
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ask", help="answer one question with citations")
     p.add_argument("question")
@@ -184,8 +170,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--session", default="default", type=session_name)
     p.add_argument("--thread", type=chat_thread, help="resume a thread id")
     p.set_defaults(handler=_chat)
-
-    p = sub.add_parser("serve", help="run the LangGraph dev server with both graphs")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=positive_int, default=2024)
-    p.set_defaults(handler=_serve)
