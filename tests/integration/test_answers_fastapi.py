@@ -132,15 +132,14 @@ def test_an_english_question_gets_english_words_around_russian_quotes(bundle: Se
 
 def test_where_in_code_lists_files_with_one_line_each(bundle: SessionBundle) -> None:
     got = ask(bundle, "Где в коде объявлен класс APIRouter?")
-    if got.route.subintent != "FIND_FILES":
-        pytest.skip(f"routed as {got.route.subintent}")
+    assert got.route.subintent == "FIND_FILES", got.route  # a misroute is a failure, not a skip
     items = [line for line in got.answer.text.split("\n")[1:] if line.strip()]
     assert all(line[0].isdigit() for line in items) and len(items) <= 5
     assert any("fastapi/routing.py" in line for line in items)
 
 
 # -- the two fastapi-ru questions: they depend on retrieval too ----------------------------------
-@pytest.mark.xfail(strict=False, reason=(
+@pytest.mark.xfail(strict=True, reason=(
     "retrieval: the FileResponse section (custom-response.md:197-215) is not in the fused evidence (only "
     "custom-response.md:80-92 is, checked again on 2026-11-30 with the eval index); an answer can only quote "
     "what retrieval returns. Given the whole file, USE also ranks the XML passage of response-directly.md "
@@ -150,7 +149,7 @@ def test_file_download_quotes_the_file_response_section(bundle: SessionBundle) -
     assert any("FileResponse" in s.section for s in got.analysis.spans), got.answer.text
 
 
-@pytest.mark.xfail(strict=False, reason=(
+@pytest.mark.xfail(strict=True, reason=(
     "retrieval: fastapi/utils.py (generate_unique_id) is not in the evidence; on 2026-11-30 the code lane "
     "returned the deprecated fastapi/openapi/utils.py generate_operation_id and the Operation model card "
     "instead. Given both chunks, the passage stage prefers the function, also when retrieval ranks the "
