@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import subprocess
+import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -142,6 +143,7 @@ def start_embedded(data_dir: Path) -> str:
     failures: list[logging.LogRecord] = []
     capture = _Capture(failures)
     _PGSERVER_LOG.addHandler(capture)
+    started = time.time()
     try:
         pgdata.parent.mkdir(parents=True, exist_ok=True)
         _clear_stale_handles(pgdata)
@@ -153,12 +155,47 @@ def start_embedded(data_dir: Path) -> str:
         server = pgserver.get_server(pgdata, cleanup_mode=None)
         return server.get_uri()
     except Exception as exc:  # pgserver raises bare RuntimeError/CalledProcessError/AssertionError
-        raise EmbeddedServerError(
-            f"could not start the embedded PostgreSQL in {pgdata}: {_start_failure_cause(exc, failures, pgdata)}. "
-            f"Details in {pgdata / 'log'}; fix the cause and retry, or set DATABASE_URL"
-        ) from None
+        cause = _start_failure_cause(exc, failures, pgdata)
+        raise EmbeddedServerError(start_failure_message(
+            pgdata, cause, log_written=_written_since(pgdata / "log", started), server_user=_server_user(),
+        )) from None
     finally:
         _PGSERVER_LOG.removeHandler(capture)
+
+
+def start_failure_message(pgdata: Path, cause: str, *, log_written: bool, server_user: str) -> str:
+    """The one line of a failed embedded start: the cause, then what to do about it.
+
+    The server log is named only when this start wrote to it: when the data dir is not writable, the log is
+    the file PostgreSQL could not create (or an old one), and pointing there sent users to a dead end.
+    A permission failure says which user must be able to write where, and how to get out of it.
+    """
+    head = f"could not start the embedded PostgreSQL in {pgdata}: {cause}"
+    if "permission denied" in cause.lower():
+        return (f"{head}. PostgreSQL runs as user '{server_user}' and must own and write that folder: "
+                f"`chown -R {server_user} {pgdata} && chmod -R u+w {pgdata}`, or set LOTSMAN_DATA_DIR to a "
+                "folder it can write (or DATABASE_URL)")
+    details = f"Details in {pgdata / 'log'}; " if log_written else ""
+    return f"{head}. {details}fix the cause and retry, or set DATABASE_URL"
+
+
+def _written_since(path: Path, since: float) -> bool:
+    try:
+        return path.stat().st_mtime >= since - 1.0
+    except OSError:
+        return False
+
+
+def _server_user() -> str:
+    """The user the embedded postgres runs as: pgserver runs it as `pgserver` when we are root."""
+    if os.geteuid() == 0:
+        return "pgserver"
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.geteuid())
 
 
 def _clear_dead_postmaster(pgdata: Path) -> None:

@@ -118,8 +118,10 @@ def test_a_server_stopped_by_another_process_is_started_again(own_dir: Path) -> 
     assert embedded_status(own_dir).running
 
 
-def test_failed_start_is_one_line_with_the_cause_and_the_log(own_dir: Path) -> None:
-    """Item 6: was the whole server log (~98 lines) and no visible cause."""
+def test_failed_start_is_one_line_with_the_cause_and_what_to_do(own_dir: Path) -> None:
+    """Issue 14 item 6: was the whole server log (~98 lines) and no visible cause. Issue 25: the line then
+    sent the user to the log PostgreSQL could not create ("cannot create …/pg/log: Permission denied.
+    Details in …/pg/log"); it now says which user must own the folder and the command that does it."""
     stop_embedded(own_dir)
     subprocess.run(["chmod", "-R", "a-w", str(own_dir)], check=True)
     try:
@@ -129,9 +131,35 @@ def test_failed_start_is_one_line_with_the_cause_and_the_log(own_dir: Path) -> N
 
     assert proc.returncode == 3
     line = one_error_line(proc, proc.stderr)
+    pgdata = own_dir.resolve() / "pg"
     assert "Permission denied" in line, line
-    assert str(own_dir.resolve() / "pg" / "log") in line
+    assert "Details in" not in line, line
+    user = "pgserver" if os.geteuid() == 0 else None
+    if user:
+        assert f"`chown -R {user} {pgdata} && chmod -R u+w {pgdata}`" in line, line
+    assert "LOTSMAN_DATA_DIR" in line
     assert proc.stdout == ""
+
+
+def test_the_fix_the_failed_start_names_works(own_dir: Path) -> None:
+    """Following the line's advice starts the server again (as root the files belong to `pgserver`)."""
+    if os.geteuid() != 0:
+        pytest.skip("the advice names chown to the pgserver user only when run as root")
+    stop_embedded(own_dir)
+    pgdata = own_dir.resolve() / "pg"
+    subprocess.run(["chmod", "-R", "a-w", str(pgdata)], check=True)
+    subprocess.run(["chown", "-R", "root", str(pgdata)], check=True)
+    try:
+        failed = run_lotsman("sessions", env=cli_env(own_dir))
+        assert failed.returncode == 3
+        assert "Permission denied" in failed.stderr
+        subprocess.run(f"chown -R pgserver {pgdata} && chmod -R u+w {pgdata}", shell=True, check=True)
+        again = run_lotsman("sessions", env=cli_env(own_dir))
+    finally:
+        subprocess.run(["chown", "-R", "pgserver", str(pgdata)], check=False)
+        _writable(own_dir)
+    assert again.returncode == 0, again.stderr
+    assert SESSION in again.stdout
 
 
 def test_db_status_after_the_postmaster_was_killed(own_dir: Path) -> None:
