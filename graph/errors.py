@@ -12,6 +12,9 @@ state: a failed run stays a failed run, for the server's run status, retries and
 from __future__ import annotations
 
 import functools
+import logging
+import re
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -63,3 +66,48 @@ def validation_message(exc: ValidationError) -> str:
         got = f" (got {err['input']!r})" if err["type"] != "missing" else ""
         parts.append(f"{where}: {err['msg'].removeprefix('Value error, ')}{got}")
     return "; ".join(parts)
+
+
+SERVER_RUN_LOGGER = "langgraph_api.worker"
+"""The langgraph-api logger that reports a failed run, twice and each with a traceback: `Run encountered an
+error in graph: <class '...'>(message)` when it happens, `Background run failed. Exception: ...` when the
+run is closed."""
+_RUN_ERROR = re.compile(r"^(?P<what>Run encountered an error in graph|Background run failed\. Exception): "
+                        r"<class '(?P<cls>[\w.]+)'>\(")
+
+
+def _lotsman_class(qualified: str) -> bool:
+    module, _, name = qualified.rpartition(".")
+    cls = getattr(sys.modules.get(module), name, None)
+    return isinstance(cls, type) and issubclass(cls, LotsmanError)
+
+
+class ClientErrorLogFilter(logging.Filter):
+    """Our errors (a client's unknown session or bad context) as one line in the server log, not two
+    tracebacks: what the client did wrong is in the message, and the stack says nothing about it.
+
+    langgraph-api logs through structlog, which renders the traceback into the event (`exception`) before
+    the standard-library record exists, so the class is read from the event text, which names it; a record
+    that still carries `exc_info` (plain logging) is judged by its exception. Other errors keep their
+    traceback: they are ours to debug.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        event = record.msg if isinstance(record.msg, dict) else {"event": record.msg}
+        found = _RUN_ERROR.match(str(event.get("event", "")))
+        ours = (isinstance(record.exc_info[1], LotsmanError) if record.exc_info
+                else found is not None and _lotsman_class(found["cls"]))
+        if not ours:
+            return True
+        if found is not None and found["what"].startswith("Run encountered"):
+            return False  # the same failure is logged once more when the run is closed: keep that line
+        record.exc_info, record.exc_text = None, None
+        event.pop("exception", None)
+        return True
+
+
+def install_server_log_filter() -> None:
+    """Shorten our errors in the LangGraph server's log (idempotent; called when the server loads the graphs)."""
+    logger = logging.getLogger(SERVER_RUN_LOGGER)
+    if not any(isinstance(f, ClientErrorLogFilter) for f in logger.filters):
+        logger.addFilter(ClientErrorLogFilter())

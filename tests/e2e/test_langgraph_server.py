@@ -173,3 +173,32 @@ async def test_index_graph_errors_reach_the_client(dev_server: DevServer, small_
     assert str(info.value).startswith(says), str(info.value)
     with db.connection() as conn:  # an empty session name used to index into `default`
         assert find_session(conn, "default") is None
+
+
+async def test_client_errors_are_one_line_in_the_server_log(dev_server: DevServer) -> None:
+    """Issue 25: each client error (unknown session, bad context) printed a full traceback in the server log."""
+    client = get_client(url=dev_server.url)
+    session = f"log-probe-{uuid.uuid4().hex[:6]}"
+    start = len(dev_server.log_text())
+    with pytest.raises(Exception, match="SessionNotFoundError"):
+        await client.runs.wait(None, "lotsman", input=human("Что такое CORS?"), context={"rag_session_id": session})
+    with pytest.raises(Exception, match="InvalidInputError"):
+        await client.runs.wait(None, "lotsman", input=human("Что такое CORS?"),
+                               context={"rag_session_id": session, "top_k": -3})
+    log = _log_until(dev_server, start, lambda text: text.count("Background run failed") >= 2)
+
+    failed = [line for line in log.splitlines() if "Background run failed" in line]
+    assert len(failed) == 2 and f"no session '{session}'" in failed[0] and "top_k" in failed[1], log
+    assert "Traceback" not in log and 'File "' not in log, log
+    assert httpx.get(f"{dev_server.url}/ok", timeout=5).status_code == 200
+
+
+def _log_until(server: DevServer, start: int, done: Callable[[str], bool]) -> str:
+    """The server log written since `start`, once `done` holds for it (the log is written after the reply)."""
+    deadline = time.monotonic() + 30
+    text = server.log_text()[start:]
+    # A record (its event line and any traceback) is one write: a log that ends a line holds whole records.
+    while not (done(text) and text.endswith("\n")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        text = server.log_text()[start:]
+    return text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -9,7 +10,13 @@ from langchain_core.messages import HumanMessage
 
 from graph.context import Context
 from graph.deps import GraphDeps
-from graph.errors import client_visible, surface_errors
+from graph.errors import (
+    SERVER_RUN_LOGGER,
+    ClientErrorLogFilter,
+    client_visible,
+    install_server_log_filter,
+    surface_errors,
+)
 from graph.index_graph import build_index_graph
 from graph.settings import Settings
 from stores.errors import InvalidInputError, LotsmanError, SessionNotFoundError
@@ -99,3 +106,40 @@ async def test_index_graph_rejects_bad_input(state: dict[str, Any], says: str) -
         await graph.ainvoke(state)
     assert str(info.value).startswith("invalid index request: ") and says in str(info.value)
     assert server_view(info.value)["error"] == "InvalidInputError"
+
+
+# --- issue 25: the server log says a client error in one line --------------------------------------------
+def _record(event: str, exception: BaseException | None = None, *, structlog: bool = True) -> logging.LogRecord:
+    """A record as langgraph-api's structlog hands it to logging (the traceback already rendered into the
+    event), or a plain logging record."""
+    exc_info = (type(exception), exception, None) if exception is not None else None
+    msg: Any = {"event": event, "exception": "Traceback (most recent call last):\n  ..."} if structlog else event
+    return logging.LogRecord(SERVER_RUN_LOGGER, logging.ERROR, __file__, 1, msg, None, exc_info)
+
+
+OURS = client_visible(SessionNotFoundError("no session 'x'"))
+
+
+@pytest.mark.parametrize(("record", "kept", "traceback"), [
+    (_record(f"Run encountered an error in graph: {type(OURS)}({OURS})", OURS), False, None),
+    (_record(f"Background run failed. Exception: {type(OURS)}({OURS})", OURS), True, False),
+    (_record(f"Background run failed. Exception: {type(OURS)}({OURS})"), True, False),  # exc_info not kept
+    (_record("Background run failed. Exception: <class 'KeyError'>('x')", KeyError("x")), True, True),
+    (_record("Run encountered an error in graph: <class 'KeyError'>('x')"), True, True),
+    (_record("Background run failed. Exception: <class 'no_such.Module'>(x)"), True, True),
+    (_record("unrelated", OURS, structlog=False), True, False),  # plain logging: judged by its exception
+    (_record("unrelated", ValueError("x"), structlog=False), True, True),
+], ids=["ours-first-report", "ours-run-closed", "ours-no-exc-info", "keyerror", "keyerror-first-report",
+        "unknown-class", "plain-logging-ours", "plain-logging-other"])
+def test_server_log_filter(record: logging.LogRecord, kept: bool, traceback: bool | None) -> None:
+    assert ClientErrorLogFilter().filter(record) is kept
+    if kept:
+        shown = (isinstance(record.msg, dict) and "exception" in record.msg) or record.exc_info is not None
+        assert shown is traceback
+
+
+def test_the_filter_is_installed_once() -> None:
+    install_server_log_filter()
+    install_server_log_filter()
+    logger = logging.getLogger(SERVER_RUN_LOGGER)
+    assert sum(isinstance(f, ClientErrorLogFilter) for f in logger.filters) == 1
