@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -146,17 +147,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         _configure_logging(args.verbose)
+        _require_stdout()
         settings = get_settings()
         code = args.handler(args, settings)
+        sys.stdout.flush()  # a reader that left shows here, not as an ignored error at exit
     except LotsmanError as exc:
         print(f"error: {printable(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `lotsman retrieve ... | head`: the reader left, nothing to report
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    except BrokenPipeError:  # `lotsman ask ... | true`: the answer is lost, which is not a success
+        _drop_stdout()
+        print("error: stdout was closed before all output was written (its reader exited): the output is lost",
+              file=sys.stderr)
+        return OUTPUT_LOST
     except Exception as exc:  # the last line of defence: one line, never a traceback
         if os.environ.get("LOTSMAN_DEBUG"):
             raise
@@ -168,6 +173,25 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     return code
+
+
+OUTPUT_LOST = 141
+"""Exit status when stdout's reader left before all output was written: what a shell shows for a program
+ended by SIGPIPE (`yes | head` under `set -o pipefail`), so pipelines treat both alike."""
+
+
+def _require_stdout() -> None:
+    """Refuse to work for nobody: with stdout closed (`>&-`) Python has no `sys.stdout`, `print` drops the
+    answer silently and the command would exit 0."""
+    if sys.stdout is None or sys.stdout.closed:
+        raise UsageError("stdout is closed, so the output would be lost: "
+                         "redirect it instead (e.g. > answer.txt or > /dev/null)")
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's own flush at exit cannot fail a second time."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no descriptor (a replaced sys.stdout)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _configure_logging(verbose: bool) -> None:

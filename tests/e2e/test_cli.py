@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import uuid
@@ -247,3 +248,33 @@ def test_chat_reports_a_line_that_is_not_utf8_and_goes_on(offline_env: Callable[
     [answer] = _answers(proc.stdout.decode("utf-8"))
     assert "[docs/cors.md:" in answer
     assert "Traceback" not in err
+
+
+# --- issue 25, item 9: an answer that could not be written is not a success ---------------------------------
+@pytest.mark.parametrize("command", ["ask", "retrieve"])
+def test_a_reader_that_left_is_exit_141(offline_env: Callable[..., dict[str, str]], indexed: str,
+                                        command: str) -> None:
+    """`lotsman ask q | true`: the answer was lost and the exit status was 0."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the answer is written, every time
+    try:
+        proc = subprocess.run([str(LOTSMAN), command, "Как настроить CORS в приложении?", "--session", indexed],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, env=offline_env(), cwd=ROOT,
+                              timeout=120)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert lines == ["error: stdout was closed before all output was written (its reader exited): "
+                     "the output is lost"], proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+
+
+def test_a_closed_stdout_is_refused_before_any_work(offline_env: Callable[..., dict[str, str]]) -> None:
+    """`lotsman ask q >&-`: the graph ran, the answer went nowhere, exit 0."""
+    proc = subprocess.run(["sh", "-c", 'exec "$0" "$@" >&-', str(LOTSMAN), "ask", "Как настроить CORS?",
+                           "--session", "no-such-session"], stderr=subprocess.PIPE, text=True, env=offline_env(),
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 2, proc.stderr  # a graph run on `no-such-session` would be exit 4
+    assert proc.stderr.splitlines() == ["error: stdout is closed, so the output would be lost: "
+                                        "redirect it instead (e.g. > answer.txt or > /dev/null)"]

@@ -204,3 +204,40 @@ def test_a_database_lost_mid_command_is_exit_3(monkeypatch: pytest.MonkeyPatch,
         assert cli.main(["lost"]) == 3
         line = one_error_line(capsys)
         assert cause in line and "lotsman db status" in line
+
+
+# --- issue 25, item 9: output nobody can read is not a success --------------------------------------------
+class _LeftReader:
+    """A stdout whose reader has exited: every write or flush is EPIPE."""
+
+    closed = False
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def _register_printer(monkeypatch: pytest.MonkeyPatch) -> None:
+    def register(sub: argparse._SubParsersAction) -> None:
+        sub.add_parser("say").set_defaults(handler=lambda args, settings: print("the answer") or 0)
+
+    monkeypatch.setattr(sys.modules[__name__], "register_say", register, raising=False)
+    _plugins(monkeypatch, _ep("say", f"{__name__}:register_say"))
+
+
+def test_a_reader_that_left_is_exit_141(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _register_printer(monkeypatch)
+    monkeypatch.setattr(sys, "stdout", _LeftReader())
+    assert cli.main(["say"]) == 141
+    assert "stdout was closed before all output was written" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("argv", [["say"], ["sessions"]])
+def test_a_closed_stdout_is_refused_before_any_work(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    _register_printer(monkeypatch)
+    monkeypatch.setattr(sys, "stdout", None)  # what Python makes of a closed descriptor 1 (`>&-`)
+    assert cli.main(argv) == 2  # `sessions` would have reached the database of `no_database`: exit 3
+    assert "stdout is closed" in one_error_line(capsys)
