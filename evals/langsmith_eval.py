@@ -83,6 +83,7 @@ def outputs_of(state: dict[str, Any], *, llm: bool = False) -> dict[str, Any]:
     out = {k: plain(state.get(k)) for k in OUTPUT_FIELDS}
     out["evidence"] = [{k: e.get(k) for k in ("path", "span_start", "span_end", "layer")}
                        for e in out["evidence"] or []]
+    out["evidence_reduced"] = True
     out["analysis"] = labels_of(state.get("analysis"))
     out["answers"] = "llm" if llm else "extractive"
     return out

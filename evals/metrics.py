@@ -82,6 +82,16 @@ def key_fact_coverage(facts: Sequence[str], answer: str, *, abstained: bool = Fa
     return sum(1 for f in facts if fact_covered(f, text, listed=listed)) / len(facts)
 
 
+def evidence_key_fact_recall(facts: Sequence[str], evidence_texts: Sequence[str] | None) -> float | None:
+    """Share of key facts stated in some evidence row's text: the ceiling of an LLM answer (SPEC §7).
+
+    None with no facts or when the rows' text is not at hand (LangSmith outputs carry locations only).
+    """
+    if not facts or evidence_texts is None:
+        return None
+    return sum(1 for f in facts if any(fact_in_text(f, t) for t in evidence_texts)) / len(facts)
+
+
 def lead_citation_in_gold(citations: Sequence[dict[str, Any]], answer: str, gold: Sequence[str], *,
                           abstained: bool = False) -> float:
     """1.0 when the answer's first cited file is a gold file; 0.0 when it is not, when nothing is cited and

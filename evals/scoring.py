@@ -11,6 +11,7 @@ from evals.metrics import (
     code_gold,
     code_gold_recall_at_k,
     distinct_files,
+    evidence_key_fact_recall,
     key_fact_coverage,
     lead_citation_in_gold,
     passage_precision,
@@ -105,6 +106,8 @@ def score_case(case: dict[str, Any], state: dict[str, Any], *, llm: bool = False
     known = list(dict.fromkeys([*evidence_paths, *(c["path"] for c in citations)]))
     retrieval = plain(state.get("retrieval") or {})
     labels = composer_labels(state.get("analysis"))
+    # LangSmith outputs carry the rows' locations only (`evidence_reduced`): the ceiling is n/a there.
+    texts = None if state.get("evidence_reduced") else [e.get("content") or "" for e in evidence]
     mode, reason = answer_mode(state, llm=llm)
     removed = citations_removed_share(_removed_count(state), len(citations)) if mode == "llm" else None
 
@@ -132,6 +135,7 @@ def score_case(case: dict[str, Any], state: dict[str, Any], *, llm: bool = False
         "mrr": ans(reciprocal_rank(retrieved, gold)),
         "code_gold": answerable and bool(code_gold(gold)),
         "code_gold_recall_at_5": ans(code_gold_recall_at_k(retrieved, gold, 5)),
+        "evidence_key_fact_recall": ans(evidence_key_fact_recall(facts, texts)),
         "key_fact_coverage": ans(key_fact_coverage(facts, answer, abstained=abstained, known_paths=known,
                                                    find_files=route == "DOC_EXPLAIN/FIND_FILES", labels=labels)),
         # Over all answerable cases an abstention scores 0; the `_answered` twins leave abstentions out.

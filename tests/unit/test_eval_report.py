@@ -50,7 +50,8 @@ def state(spans: list[Span], paths: list[str], *, route: tuple[str, str] = ("DOC
           **extra: Any) -> dict[str, Any]:
     answer, analysis = composed(*spans, route=RouteResult(user_query="q", intent=route[0], subintent=route[1]))
     return {"answer": answer.text, "abstained": answer.abstained, "analysis": analysis,
-            "evidence": [{"path": p, "span_start": 1, "span_end": 9} for p in paths],
+            "evidence": [{"path": p, "span_start": 1, "span_end": 9,
+                          "content": "\n".join(s.text for s in spans if s.path == p)} for p in paths],
             "citations": [c.model_dump() for c in answer.citations], "citations_removed": [],
             "route": {"intent": route[0], "subintent": route[1]},
             "retrieval": {"relevant": not answer.abstained, "gate": "low coverage" if answer.abstained else "ok"},
@@ -84,6 +85,8 @@ def test_case_row_carries_diagnostics() -> None:
     assert a["key_fact_coverage"] == 1.0 and b["key_fact_coverage"] == 0.0  # a section label is no statement
     assert d["recall_at_5"] is None and d["key_fact_coverage"] is None  # unanswerable: answer metrics n/a
     assert (e["recall_at_5"], e["code_gold_recall_at_5"]) == (0.5, 0.0)  # code gold only
+    # The ceiling: facts in the evidence rows' text (b's fact is only a heading the row does not hold).
+    assert [r["evidence_key_fact_recall"] for r in ROWS] == [1.0, 0.0, 0.0, None, 1.0]
     assert (c["lead_citation_in_gold"], c["lead_citation_in_gold_answered"]) == (0.0, None)
     assert (c["passage_precision"], c["passage_precision_answered"]) == (0.0, None)
     assert not any("legacy" in key for key in a)
@@ -134,6 +137,7 @@ def test_corpus_summary() -> None:
     assert m["recall_at_5"] == pytest.approx((1 + 0 + 0 + 0.5) / 4)
     assert m["code_gold_recall_at_5"] == pytest.approx(1 / 3)  # a found; c and e did not find their .py gold
     assert m["key_fact_coverage"] == 0.5  # a and e state their fact; b has it only as a label; c abstained
+    assert m["evidence_key_fact_recall"] == 0.5
     assert m["lead_citation_in_gold"] == 0.5  # over all answerable: a yes, b no, c abstained (0), e yes
     assert m["lead_citation_in_gold_answered"] == pytest.approx(2 / 3)  # a, b, e
     assert m["passage_precision"] == 0.5 and m["passage_precision_answered"] == pytest.approx(2 / 3)

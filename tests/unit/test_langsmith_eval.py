@@ -161,5 +161,8 @@ def test_per_case_feedback_equals_the_offline_rows(client: langsmith.Client, api
 def test_outputs_keep_only_what_scoring_reads() -> None:
     out = outputs_of(STATES["Как настроить CORS?"])
     assert out["evidence"] == [{"path": "docs/cors.md", "span_start": 1, "span_end": 9, "layer": None}]
+    assert out["evidence_reduced"] is True  # so the evidence key-fact recall is n/a, not 0
     assert out["analysis"] == {"files": [], "spans": [{"section": "max_age"}], "passages": [{"section": "max_age"}]}
-    assert score_case(CASES[0], out) == score_case(CASES[0], STATES["Как настроить CORS?"])
+    offline = score_case(CASES[0], STATES["Как настроить CORS?"])
+    assert offline["evidence_key_fact_recall"] == 0.0  # the scripted row's text is "..."
+    assert score_case(CASES[0], out) == {**offline, "evidence_key_fact_recall": None}

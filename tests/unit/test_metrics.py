@@ -10,6 +10,7 @@ from evals.metrics import (
     abstention_scores,
     citations_removed_share,
     code_gold_recall_at_k,
+    evidence_key_fact_recall,
     gold_identifiers,
     key_fact_coverage,
     latency_summary,
@@ -209,6 +210,20 @@ def test_citations_removed_share(removed, kept, expected) -> None:
 )
 def test_passage_precision(answer, facts, options, expected) -> None:
     assert passage_precision(answer, facts, KNOWN, labels=LABELS, **options) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("facts", "texts", "expected"),
+    [
+        (["allow_origins", "max_age"], ["Список задаёт `allow_origins`.", "## CORS"], 0.5),
+        (["--all"], ["Show all of them."], 0.0),  # the same matcher as key-fact coverage
+        (["x"], [], 0.0),  # nothing retrieved
+        (["x"], None, None),  # the rows' text is not at hand (LangSmith outputs)
+        ([], ["x"], None),
+    ],
+)
+def test_evidence_key_fact_recall_is_the_ceiling_of_an_answer(facts, texts, expected) -> None:
+    assert evidence_key_fact_recall(facts, texts) == expected
 
 
 # --- retrieval --------------------------------------------------------------------------------------
