@@ -42,6 +42,8 @@ def _template_line(template: str) -> re.Pattern[str]:
 # section or definition, the "see also" and "files" headers, a supporting passage's `path` — «section».
 _LABEL_LINES = [_template_line(words[key]) for words in TEMPLATES.values()
                 for key in ("lead", "support", "find_lead", "nearest")]
+# The note the graph adds when a request ran without the LLM (nodes/llm_budget.py): about the run, not the project.
+_OFFLINE_NOTE = re.compile(r"^\s*\((?:ответ собран без LLM|answered without the LLM)[^()\n]*\)\s*$")
 _SUPPORT_LABEL = re.compile(r"^\s*`[^`\n]+`(?:\s+—\s+(?:«[^\n]*»|“[^\n]*”))?:\s*$")
 # A FIND_FILES entry: `1. `path` — Title: the line that justifies it [path:a-b]`.
 _FILE_ITEM = re.compile(r"^(\s*(?:[-*+]|\d+[.)])\s+`[^`\n]+`\s+—\s+)(.*)$", re.DOTALL)
@@ -134,7 +136,8 @@ def label_block(block: Block) -> bool:
     """A line the composer builds from a file's path and a heading or symbol name, not a statement."""
     text = block.text.strip()
     return (block.kind == "paragraph" and "\n" not in text
-            and (any(p.match(text) for p in _LABEL_LINES) or bool(_SUPPORT_LABEL.match(text))))
+            and (any(p.match(text) for p in _LABEL_LINES) or bool(_SUPPORT_LABEL.match(text))
+                 or bool(_OFFLINE_NOTE.match(text))))
 
 
 def _drop_title(block: Block, labels: list[str]) -> Block:

@@ -90,6 +90,8 @@ def test_the_answers_are_the_composers() -> None:
         (["tutorial/cors.md"], FILES_ANSWER, {}, 0.0),  # ... only in a FIND_FILES answer
         (["docs/other.md"], FILES_ANSWER, {"find_files": True}, 0.0),
         (["Cross-Origin Resource Sharing"], NOT_FOUND.text, {"abstained": True}, 0.0),  # nearest-files list
+        # the note the graph appends when the request ran without the LLM is about the run
+        (["модель не ответила"], ANSWER + "\n\n(ответ собран без LLM: модель не ответила вовремя)", {}, 0.0),
     ],
 )
 def test_key_facts_count_only_quotes_and_prose_not_labels(facts, answer, options, expected) -> None:
