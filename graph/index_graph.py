@@ -24,6 +24,9 @@ class IndexInput(TypedDict, total=False):
     """Embedder for a new session (default: the server's `LOTSMAN_EMBEDDER`)."""
     incremental: bool
     """Diff against the existing index (default) or rebuild a full snapshot."""
+    rebuild: bool
+    """A full snapshot that may change the session's embedder (`embedder`); the old index answers until the
+    new one is complete, and stays if the job fails (CLI `--rebuild`)."""
 
 
 class IndexOutput(TypedDict, total=False):
@@ -44,6 +47,7 @@ class IndexRequest(BaseModel):
     session: str | None = Field(default=None, strict=True)
     embedder: str | None = Field(default=None, strict=True)
     incremental: bool = Field(default=True, strict=True)
+    rebuild: bool = Field(default=False, strict=True)
 
     @field_validator("session", "embedder")
     @classmethod
@@ -75,7 +79,7 @@ def build_index_graph(deps: GraphDeps | None = None) -> Any:
             index_repository, deps.database(), Path(request.path),
             session_name=request.session or settings.default_session, embedder=embedder,
             incremental=request.incremental, max_bytes=settings.max_file_bytes,
-            batch_size=settings.embed_batch_size, parse_workers=settings.parse_workers,
+            batch_size=settings.embed_batch_size, parse_workers=settings.parse_workers, rebuild=request.rebuild,
         )
         return {"report": report_dict(report)}
 

@@ -199,3 +199,59 @@ def test_rebuild_with_the_database_stopped_mid_job_keeps_the_old_index(own_serve
     assert "PostgreSQL" in one_error_line(err)
     start_embedded(own_server / "data")
     assert_old_generation_answers(env, "stopped", before)
+
+
+async def test_the_index_graph_rebuilds_beside_the_old_generation(db, tmp_path: Path, session_name: str) -> None:
+    """The server's index graph takes `rebuild` too: a new generation of the same session, swapped in."""
+    from graph.deps import GraphDeps
+    from graph.index_graph import build_index_graph
+    from graph.settings import Settings
+    from stores.embedders import FakeEmbeddings
+    from stores.sessions import delete_session, get_session
+
+    write_corpus(tmp_path)
+    graph = build_index_graph(GraphDeps(settings=Settings(), db=db, embedder=FakeEmbeddings()))
+    first = await graph.ainvoke({"path": str(tmp_path), "session": session_name})
+    (tmp_path / "docs" / "new.md").write_text(NEW_TEXT)
+
+    again = await graph.ainvoke({"path": str(tmp_path), "session": session_name, "rebuild": True})
+
+    assert (first["report"]["kind"], again["report"]["kind"]) == ("snapshot", "snapshot")
+    with db.connection() as conn:
+        session = get_session(conn, session_name)
+        assert session.active_generation == 2
+        paths = {p for (p,) in conn.execute(
+            "SELECT DISTINCT path FROM rag_chunks_d64 WHERE rag_session_id = %s", (session.rag_session_id,))}
+        delete_session(conn, session_name)
+    assert paths == {"docs/old.md", "docs/new.md"}
+
+
+def test_rows_no_reader_can_see_are_removed_by_the_next_job(db, tmp_path: Path, session_name: str) -> None:
+    """A job killed between committing its new generation and swapping it in (or a rebuild into another
+    embedding space) leaves rows that no reader sees; the session's next job removes them under its lock."""
+    from stores.embedders import FakeEmbeddings
+    from stores.indexing import writer
+    from stores.indexing.records import ChunkRecord
+    from stores.indexing.service import index_repository
+    from stores.layers import Layer
+    from stores.schema import ensure_space
+    from stores.sessions import delete_session, get_session
+
+    write_corpus(tmp_path)
+    index_repository(db, tmp_path, session_name=session_name, embedder=FakeEmbeddings())
+    with db.connection() as conn:
+        session = get_session(conn, session_name)
+        ensure_space(conn, 32)
+        record = ChunkRecord(layer=Layer.D0_DOC_CHUNKS, path="docs/ghost.md", title="Ghost", content="ghost",
+                             span_start=1, span_end=1)
+        for table, generation, dim in ((session.table, session.active_generation + 1, 64), ("rag_chunks_d32", 7, 32)):
+            writer.copy_rows(conn, table, session.rag_session_id, generation, [(record, "sha", [0.1] * dim)])
+
+    index_repository(db, tmp_path, session_name=session_name, embedder=FakeEmbeddings())  # an unchanged corpus
+
+    with db.connection() as conn:
+        ghosts = sum(conn.execute(f"SELECT count(*) FROM {t} WHERE rag_session_id = %s AND path = 'docs/ghost.md'",
+                                  (session.rag_session_id,)).fetchone()[0]
+                     for t in ("rag_chunks_d64", "rag_chunks_d32"))
+        delete_session(conn, session_name)
+    assert ghosts == 0
