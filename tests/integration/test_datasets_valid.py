@@ -49,7 +49,7 @@ def corpus_of(suite: Suite) -> Path:
     proc = (subprocess.run(["bash", str(script), str(dest)], capture_output=True, text=True, env=env, check=False,
                            timeout=600) if script.exists() else None)
     if proc is None or proc.returncode != 0:
-        why = "no script" if proc is None else (proc.stderr or proc.stdout).strip().splitlines()[-1:]
+        why = "no script" if proc is None else " ".join((proc.stderr or proc.stdout).strip().splitlines()[-1:])
         reason = f"{SKIP}: {suite.name} not assembled by {script} into {dest} ({why})"
         if _ci():
             pytest.fail(f"{reason} (CI=true: the dataset checks must run)", pytrace=False)
