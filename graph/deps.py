@@ -189,6 +189,23 @@ class GraphDeps:
         return SessionBundle(session=session, adapter=adapter, router=router, symbols=symbols)
 
 
+def client_limits(timeout_s: float, max_retries: int, deadline_s: float) -> tuple[float, int]:
+    """The GigaChat client's own HTTP timeout and retries, so that its worst case alone —
+    (retries + 1) × timeout against an endpoint that accepts and never answers — fits in one request's LLM
+    deadline: the timeout is at most the deadline, and retries are dropped that would not fit.
+
+    The graph's per-call limit (min(own timeout, time left), `nodes.llm_budget.allot`) is what bounds a
+    request; these keep the SDK from planning past it (measured before: 30 s timeout × 2 attempts a call).
+    """
+    if deadline_s <= 0:  # no LLM time at all: the graph makes no call, the client's values do not matter
+        return timeout_s, 0
+    timeout = min(timeout_s, deadline_s)
+    if timeout <= 0:
+        return timeout_s, 0
+    fitting = int(deadline_s // timeout) - 1
+    return timeout, max(0, min(max_retries, fitting))
+
+
 def make_chat_model(settings: Settings) -> BaseChatModel | None:
     """GigaChat when `GIGACHAT_CREDENTIALS` and `GIGACHAT_MODEL` are set, else None (offline)."""
     gc = settings.gigachat
@@ -199,9 +216,10 @@ def make_chat_model(settings: Settings) -> BaseChatModel | None:
     from langchain_gigachat import GigaChat  # imported only when configured: it pulls in the whole SDK
 
     assert gc.credentials is not None
+    timeout, retries = client_limits(gc.timeout, gc.max_retries, gc.request_deadline)
     # streaming=True: without it .stream() and stream_mode="messages" return one chunk (SPEC §2.2).
     return GigaChat(
         credentials=gc.credentials.get_secret_value(), scope=gc.scope, model=gc.model, base_url=gc.base_url,
-        auth_url=gc.auth_url, verify_ssl_certs=gc.verify_ssl_certs, timeout=gc.timeout,
-        max_retries=gc.max_retries, streaming=True,
+        auth_url=gc.auth_url, verify_ssl_certs=gc.verify_ssl_certs, timeout=timeout,
+        max_retries=retries, streaming=True,
     )

@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.runtime import Runtime
@@ -22,12 +23,24 @@ from graph.deps import GraphDeps, SessionBundle
 from graph.errors import surface_errors
 from graph.state import RetrievalReport, State
 from nodes.answer_composition import compose_extractive, compose_with_llm
+from nodes.answer_composition.llm import llm_answer_wanted
 from nodes.context_analysis import Analysis, Embed, analyze, analyze_with_llm
 from nodes.context_analysis.card_sources import ReadSources, read_card_sources
 from nodes.conversation_understanding import StandaloneRequest, rewrite_with_llm, standalone_request
 from nodes.evidence import EvidenceRow
-from nodes.intent_routing import IntentRouter, RouteResult
+from nodes.intent_routing import RouteResult
+from nodes.llm_budget import (
+    DEGRADED,
+    LLMBudget,
+    LLMUnavailable,
+    after_outage,
+    allot,
+    start_budget,
+    with_offline_note,
+)
 from nodes.retrieval_policy import resolve_code_plan, resolve_plan
+
+logger = logging.getLogger(__name__)
 
 # `(state, runtime) -> update`; typed loosely because LangGraph matches node signatures structurally.
 Node = Callable[..., Awaitable[dict[str, Any]]]
@@ -75,16 +88,52 @@ def _empty_route() -> RouteResult:
     return RouteResult(user_query="", reason_short="empty question")
 
 
+T = TypeVar("T")
+
+
+def _start_budget(deps: GraphDeps, runtime: Runtime[Context]) -> LLMBudget:
+    return start_budget(time.monotonic(), deps.settings.gigachat.request_deadline,
+                        configured=deps.chat_model is not None, enabled=runtime.context.use_llm)
+
+
+def _budget(deps: GraphDeps, state: State, runtime: Runtime[Context]) -> LLMBudget:
+    """The request's LLM budget, set by its first node (a fresh one if a run did not start there)."""
+    budget = state.get("llm_budget")
+    return budget if budget is not None else _start_budget(deps, runtime)
+
+
+async def _ask_llm(budget: LLMBudget, stage: str, own_timeout_s: float,
+                   call: Callable[[float], Awaitable[T]]) -> tuple[T | None, LLMBudget]:
+    """Make one LLM call of `stage` within the request's budget: `call(limit)` with limit = min(its own
+    timeout, time left); None (and no call) once the request is offline. A call that gets no answer takes
+    the rest of the request offline (`LLMUnavailable`), said once in the log."""
+    budget, limit = allot(budget, own_timeout_s, time.monotonic(), stage)
+    if limit is not None:
+        try:
+            return await call(limit), budget
+        except LLMUnavailable as outage:
+            budget = after_outage(budget, stage, outage)
+    if budget.offline in DEGRADED and budget.offline_stage == stage:
+        logger.warning("LLM unavailable (%s); the rest of this request runs offline", budget.offline_reason)
+    return None, budget
+
+
 def conversation_understanding(deps: GraphDeps) -> Node:
+    """Turns the conversation into one standalone request and starts the request's LLM deadline."""
+
     @timed("conversation_understanding", first=True)
     async def node(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        budget = _start_budget(deps, runtime)  # monotonic: one deadline per run, in the process running it
         question, history = split_conversation(state.get("messages") or [])
         request = standalone_request(question, history)
-        if request.is_follow_up and deps.chat_model is not None and runtime.context.use_llm:
-            rewrite = await rewrite_with_llm(deps.chat_model, question, history, runtime.context.llm_timeout_s)
+        model = deps.chat_model
+        if request.is_follow_up and model is not None:
+            rewrite, budget = await _ask_llm(
+                budget, "conversation_understanding", runtime.context.llm_timeout_s,
+                lambda limit: rewrite_with_llm(model, question, history, limit, raise_unavailable=True))
             if rewrite:
                 request = request.model_copy(update={"text": rewrite, "rewritten_by_llm": True})
-        return {"request": request}
+        return {"request": request, "llm_budget": budget}
 
     return node
 
@@ -99,10 +148,14 @@ def intent_routing(deps: GraphDeps) -> Node:
             route = _empty_route()
             return {"route_result": route, "route": route.model_dump()}
         bundle = await asyncio.to_thread(deps.bundle, runtime.context.rag_session_id)
-        router = bundle.router if runtime.context.use_llm else IntentRouter(llm=None, aliases=bundle.router.aliases)
-        route = await router.aroute(request.text)
+        router = bundle.router
+        routed, budget = await _ask_llm(
+            _budget(deps, state, runtime), "intent_routing", router.timeout_s,
+            lambda limit: router.aroute(request.text, timeout_s=limit, raise_unavailable=True))
+        # Offline: the fallback route, naming the outage when this very call met it (fallback_llm_error).
+        route = routed if routed is not None else router.route_offline(request.text, budget.outage_in("intent_routing"))
         return {"route_result": route, "route": route.model_dump(), "session": bundle.ref,
-                "request": request.with_route_terms(route.target_terms)}
+                "request": request.with_route_terms(route.target_terms), "llm_budget": budget}
 
     return node
 
@@ -195,11 +248,16 @@ def context_analysis(deps: GraphDeps) -> Node:
         # Source rows a passage or a file's line was taken from join the evidence the citations are checked by.
         added = [reader.rows[i] for i in analysis.expanded] if reader is not None else []
         evidence = [*(state.get("evidence") or []), *added]
-        if deps.chat_model is not None and runtime.context.use_llm and analysis.passages:
-            chosen = await analyze_with_llm(deps.chat_model, state["request"].text, analysis, evidence,
-                                            state.get("route_result"), runtime.context.llm_timeout_s)
+        budget, model = _budget(deps, state, runtime), deps.chat_model
+        if model is not None and analysis.passages:
+            request, route, rules = state["request"], state.get("route_result"), analysis
+            chosen, budget = await _ask_llm(
+                budget, "context_analysis", runtime.context.llm_timeout_s,
+                lambda limit: analyze_with_llm(model, request.text, rules, evidence, route, limit,
+                                               raise_unavailable=True))
             analysis = chosen or analysis
-        return {"analysis": analysis, "evidence": evidence} if added else {"analysis": analysis}
+        update: dict[str, Any] = {"analysis": analysis, "llm_budget": budget}
+        return {**update, "evidence": evidence} if added else update
 
     return node
 
@@ -214,18 +272,24 @@ def answer_composition(deps: GraphDeps) -> Node:
         if analysis is None or report is None or not report.relevant:
             # skipped by the conditional edge: analyse "not relevant" to list the nearest files
             analysis = _analyze(state, False) if "request" in state else Analysis()
-        answer = None
-        if deps.chat_model is not None and runtime.context.use_llm and analysis.sufficient:
-            answer = await compose_with_llm(deps.chat_model, request.text, analysis, state.get("evidence") or [],
-                                            route, runtime.context.llm_timeout_s)
+        answer, budget, model = None, _budget(deps, state, runtime), deps.chat_model
+        evidence = state.get("evidence") or []
+        if model is not None and llm_answer_wanted(analysis, evidence, route):
+            shown = analysis
+            answer, budget = await _ask_llm(
+                budget, "answer_composition", runtime.context.llm_timeout_s,
+                lambda limit: compose_with_llm(model, request.text, shown, evidence, route, limit,
+                                               raise_unavailable=True))
         if answer is None:
             answer = compose_extractive(request.text, analysis, route)
+        text = with_offline_note(answer.text, budget, analysis.language)
         citations = [c.model_dump() for c in answer.citations]
         return {
-            "answer": answer.text, "citations": citations, "abstained": answer.abstained,
+            "answer": text, "citations": citations, "abstained": answer.abstained,
             "citations_removed": list(answer.removed_citations),
-            "messages": [AIMessage(content=answer.text, response_metadata={"citations": citations,
-                                                                           "abstained": answer.abstained})],
+            "answer_mode": budget.answer_mode, "offline_reason": budget.offline_reason, "llm_budget": budget,
+            "messages": [AIMessage(content=text, response_metadata={
+                "citations": citations, "abstained": answer.abstained, "answer_mode": budget.answer_mode})],
         }
 
     return node

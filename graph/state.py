@@ -18,6 +18,7 @@ from nodes.context_analysis import Analysis
 from nodes.conversation_understanding import StandaloneRequest
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing import RouteResult
+from nodes.llm_budget import LLMBudget
 from nodes.retrieval_policy import CodePlan, RetrievalPlan
 
 
@@ -76,11 +77,21 @@ class OutputState(TypedDict, total=False):
     """True when the evidence did not answer the question and the answer says so."""
     timings_ms: dict[str, float]
     """Milliseconds per node of this turn."""
+    answer_mode: str
+    """`llm` when the chat model was there for the whole request (a stage still falls back on its own when
+    a reply is unusable); `offline` when the request ran without it: none configured, `use_llm: false`, or
+    it stopped answering (a timeout, a connection failure, the request's LLM deadline used up), in which
+    case the answer text ends with a line saying so."""
+    offline_reason: str
+    """Why the request ran offline (`intent_routing: no answer within 3s`); "" in `llm` mode."""
 
 
 class State(InputState, OutputState, total=False):
     """Everything the six nodes read and write during one turn."""
 
+    llm_budget: LLMBudget
+    """The request's one LLM deadline (set by the first node) and, once the model stopped answering, why
+    the rest of the request runs offline."""
     request: StandaloneRequest
     """The request rewritten to stand alone, with its key terms (after routing)."""
     session: SessionRef

@@ -15,6 +15,7 @@ from nodes.context_analysis import Analysis, fence_content
 from nodes.context_analysis.llm import fence_passages
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult, Subintent
+from nodes.llm_budget import as_unavailable
 
 ANSWER_PROMPT = """You are Lotsman, an assistant that answers questions about one software project \
 (its documentation and its Python code) using ONLY the documents given in the user message.
@@ -97,9 +98,18 @@ async def _stream_text(model: BaseChatModel, messages: list[BaseMessage]) -> str
     return "".join(parts)
 
 
+def llm_answer_wanted(analysis: Analysis, rows: Sequence[EvidenceRow], route: RouteResult | None) -> bool:
+    """Whether the answer is the model's to write: not when the evidence is insufficient (an honest "not
+    found" needs no model), not for FIND_FILES (the ranked list is deterministic), not without evidence."""
+    if not analysis.sufficient or not rows:
+        return False
+    return route is None or route.subintent != Subintent.FIND_FILES.value
+
+
 async def compose_with_llm(model: BaseChatModel, request: str, analysis: Analysis,
                            rows: Sequence[EvidenceRow], route: RouteResult | None,
-                           timeout_s: float, system_prompt: str = ANSWER_PROMPT) -> Answer | None:
+                           timeout_s: float, system_prompt: str = ANSWER_PROMPT, *,
+                           raise_unavailable: bool = False) -> Answer | None:
     """Let the chat model write the answer, then keep only citations that lie inside the evidence.
 
     Args:
@@ -111,6 +121,8 @@ async def compose_with_llm(model: BaseChatModel, request: str, analysis: Analysi
         route: The router's result.
         timeout_s: Wall-clock limit for the whole stream.
         system_prompt: ANSWER_PROMPT unless the run's context overrides it (keep its `{language}` slot).
+        raise_unavailable: Raise `LLMUnavailable` when the model does not answer in time or cannot be
+            reached (a stream that breaks half-way included) instead of returning None.
 
     Returns:
         An `Answer` with mode "llm", or None so the caller falls back to `compose_extractive`: when the
@@ -118,17 +130,19 @@ async def compose_with_llm(model: BaseChatModel, request: str, analysis: Analysi
         is deterministic), and on any failure — an exception mid-stream, the timeout, empty text, or no
         citation surviving verification.
     """
-    if not analysis.sufficient or not rows:
-        return None
-    if route is not None and route.subintent == Subintent.FIND_FILES.value:
+    if not llm_answer_wanted(analysis, rows, route):
         return None
     messages = build_llm_messages(request, analysis, rows, system_prompt)
     try:
         text = await asyncio.wait_for(_stream_text(model, messages), timeout_s)
-    except Exception:
+    except Exception as exc:
         # Deliberately broad: providers raise their own error types (GigaChatException,
         # httpx.TransportError, HTTP status errors), wait_for raises TimeoutError, and a stream can break
-        # half-way. Each has the same correct handling — the extractive answer — so none is propagated.
+        # half-way. Each has the same correct handling — the extractive answer — and only an outage is
+        # told to a caller that asks (so the answer can say it was made without the model).
+        outage = as_unavailable(exc, timeout_s) if raise_unavailable else None
+        if outage is not None:
+            raise outage from None
         return None
     shown = passage_rows(analysis) or list(rows)
     clean, citations, removed = verify_citations(text, shown)

@@ -15,6 +15,7 @@ from nodes.context_analysis.text import fence_content
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.llm import parse_candidate
 from nodes.intent_routing.models import RouteResult
+from nodes.llm_budget import as_unavailable
 
 MAX_CHOSEN = 3
 """Passages the model may choose: a lead and two supports (it reads them all, so fewer, better ones)."""
@@ -104,7 +105,8 @@ def apply_choice(analysis: Analysis, choice: dict[str, Any] | None) -> Analysis 
 
 async def analyze_with_llm(chat_model: BaseChatModel, query: str, analysis: Analysis,
                            rows: Sequence[EvidenceRow], route: RouteResult | None, timeout_s: float,
-                           *, system_prompt: str = ANALYSIS_PROMPT) -> Analysis | None:
+                           *, system_prompt: str = ANALYSIS_PROMPT, raise_unavailable: bool = False
+                           ) -> Analysis | None:
     """Let the chat model choose and order the passages of `analysis` and judge sufficiency.
 
     Args:
@@ -116,6 +118,8 @@ async def analyze_with_llm(chat_model: BaseChatModel, query: str, analysis: Anal
         route: The router's result (unused for now; FIND_FILES lists stay deterministic either way).
         timeout_s: Wall-clock limit of the call.
         system_prompt: ANALYSIS_PROMPT unless the run's context overrides it.
+        raise_unavailable: Raise `LLMUnavailable` when the model does not answer in time or cannot be
+            reached (the graph then runs the rest of the request offline) instead of returning None.
 
     Returns:
         The analysis with the model's passages as `spans` (its order), its sufficiency verdict and any
@@ -133,8 +137,12 @@ async def analyze_with_llm(chat_model: BaseChatModel, query: str, analysis: Anal
         runnable = chat_model
     try:
         output = await asyncio.wait_for(runnable.ainvoke(messages), timeout_s)
-    except Exception:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001
         # Deliberately broad: providers raise their own errors (GigaChatException, httpx.TransportError,
-        # HTTP status errors), wait_for raises TimeoutError; each has one handling — the rules' analysis.
+        # HTTP status errors), wait_for raises TimeoutError; each has one handling — the rules' analysis —
+        # and an outage is also told to the caller when it asks (the rest of the request goes offline).
+        outage = as_unavailable(exc, timeout_s) if raise_unavailable else None
+        if outage is not None:
+            raise outage from None
         return None
     return apply_choice(analysis, parse_candidate(output))

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
+from nodes.llm_budget import as_unavailable
+
 REWRITE_PROMPT = """You rewrite the user's latest question into ONE standalone request.
 
 Rules:
@@ -53,7 +55,8 @@ def _clean_rewrite(text: str, question: str) -> str | None:
 
 
 async def rewrite_with_llm(model: BaseChatModel, question: str, history: Sequence[dict[str, str]],
-                           timeout_s: float, prompt: str = REWRITE_PROMPT) -> str | None:
+                           timeout_s: float, prompt: str = REWRITE_PROMPT, *,
+                           raise_unavailable: bool = False) -> str | None:
     """Ask the chat model for a standalone version of `question`.
 
     Args:
@@ -62,6 +65,8 @@ async def rewrite_with_llm(model: BaseChatModel, question: str, history: Sequenc
         history: Earlier turns, oldest first.
         timeout_s: Wall-clock limit for the call.
         prompt: System prompt (REWRITE_PROMPT unless the run's context overrides it).
+        raise_unavailable: Raise `LLMUnavailable` when the model does not answer in time or cannot be
+            reached (the graph then runs the rest of the request offline) instead of returning None.
 
     Returns:
         The rewritten request, or None when there is no history or the call fails in any way (the
@@ -75,10 +80,14 @@ async def rewrite_with_llm(model: BaseChatModel, question: str, history: Sequenc
         # tokens, not this internal step.
         call = model.ainvoke(messages, config={"tags": ["nostream"]})
         result = await asyncio.wait_for(call, timeout_s)
-    except Exception:
+    except Exception as exc:
         # Deliberately broad: providers raise their own types (GigaChatException, httpx.TransportError,
         # HTTP status errors, TimeoutError from wait_for, validation errors). Whatever the failure, the
-        # deterministic carry-over is a correct answer to give instead, so nothing is worth propagating.
+        # deterministic carry-over is a correct answer to give instead; only an outage is worth telling
+        # the caller about, so the request's later calls do not wait for the same silent model.
+        outage = as_unavailable(exc, timeout_s) if raise_unavailable else None
+        if outage is not None:
+            raise outage from None
         return None
     content = result.content if isinstance(result.content, str) else str(result.text)
     return _clean_rewrite(content, question)

@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from nodes.intent_routing.prompts import RouterPrompts, load_prompts, render_messages, route_function
+from nodes.llm_budget import LLMUnavailable, as_unavailable
 
 DEFAULT_TIMEOUT_S = 8.0
 DEFAULT_LLM_ERRORS: tuple[type[BaseException], ...] = (GigaChatException, httpx.HTTPError, TimeoutError)
@@ -28,11 +29,13 @@ T = TypeVar("T")
 
 
 class LLMRouterUnavailable(Exception):
-    """The model could not be asked. Carries only a safe description (error type and HTTP status)."""
+    """The model could not be asked. Carries only a safe description (error type and HTTP status), and
+    `outage` when it did not answer in time or could not be reached (not for an HTTP error status)."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, outage: LLMUnavailable | None = None) -> None:
         super().__init__(kind)
         self.kind = kind
+        self.outage = outage
 
 
 class LLMRouter:
@@ -64,31 +67,38 @@ class LLMRouter:
         self._caught: tuple[type[BaseException], ...] = (TimeoutError, *errors)  # our own limit, always
         self._runnable = _structured(llm, route_function(self.prompts), method)
 
-    def choose(self, payload: dict[str, Any], config: RunnableConfig | None = None) -> dict[str, Any] | None:
-        """Return the model's raw candidate route, or `None` if its answer held no JSON object."""
+    def choose(self, payload: dict[str, Any], config: RunnableConfig | None = None, *,
+               timeout_s: float | None = None) -> dict[str, Any] | None:
+        """Return the model's raw candidate route, or `None` if its answer held no JSON object.
+
+        `timeout_s` replaces the router's own limit for this call (the graph passes what its request's
+        LLM deadline leaves, never more than the router's own limit).
+        """
         messages = render_messages(payload, self.prompts)
+        limit = self.timeout_s if timeout_s is None else timeout_s
         try:
-            output = _call_in_thread(self._runnable.invoke, messages, config, self.timeout_s)
+            output = _call_in_thread(self._runnable.invoke, messages, config, limit)
         except self._caught as exc:
-            raise LLMRouterUnavailable(describe_error(exc, self.timeout_s)) from None
+            raise LLMRouterUnavailable(describe_error(exc, limit), as_unavailable(exc, limit)) from None
         return parse_candidate(output)
 
     async def achoose(
-        self, payload: dict[str, Any], config: RunnableConfig | None = None
+        self, payload: dict[str, Any], config: RunnableConfig | None = None, *, timeout_s: float | None = None
     ) -> dict[str, Any] | None:
         """Async twin of `choose`."""
         messages = render_messages(payload, self.prompts)
+        limit = self.timeout_s if timeout_s is None else timeout_s
         try:
-            output = await asyncio.wait_for(self._runnable.ainvoke(messages, config), timeout=self.timeout_s)
+            output = await asyncio.wait_for(self._runnable.ainvoke(messages, config), timeout=limit)
         except self._caught as exc:
-            raise LLMRouterUnavailable(describe_error(exc, self.timeout_s)) from None
+            raise LLMRouterUnavailable(describe_error(exc, limit), as_unavailable(exc, limit)) from None
         return parse_candidate(output)
 
 
 def describe_error(exc: BaseException, timeout_s: float) -> str:
     """Error type and HTTP status only: SDK messages may carry response bodies, which we never log."""
     if type(exc) is TimeoutError:
-        return f"timeout after {timeout_s:g}s"
+        return f"timeout after {round(timeout_s, 1):g}s"
     status = getattr(exc, "status_code", None)
     return f"{type(exc).__name__} {status}" if isinstance(status, int) else type(exc).__name__
 

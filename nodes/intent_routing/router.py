@@ -69,35 +69,58 @@ class IntentRouter:
         terms = extract_target_terms(normalized, self.aliases)
         return build_features(normalized, terms, extract_anchors(normalized, terms, self.aliases))
 
-    def route(self, user_query: str, *, config: RunnableConfig | None = None) -> RouteResult:
+    @property
+    def timeout_s(self) -> float:
+        """The router's own limit for one LLM call (`GIGACHAT_ROUTER_TIMEOUT` in the app)."""
+        return self.llm_router.timeout_s if self.llm_router is not None else DEFAULT_TIMEOUT_S
+
+    def route(self, user_query: str, *, config: RunnableConfig | None = None, timeout_s: float | None = None,
+              raise_unavailable: bool = False) -> RouteResult:
         """Route one request.
 
         Args:
             user_query: The standalone request (after conversation understanding).
             config: Runnable config passed to the chat model (callbacks, tags, tracing).
+            timeout_s: Limit of this call instead of the router's own (what the request's deadline leaves).
+            raise_unavailable: Raise `LLMUnavailable` when the model does not answer in time or cannot be
+                reached, so the caller can run the rest of its request offline (`route_offline` gives the
+                route then); other LLM failures still end in the fallback route.
 
         Returns:
-            The route; never raises for LLM failures, which end in the fallback route.
+            The route; never raises for LLM failures (unless `raise_unavailable`), which end in the
+            fallback route.
         """
         features, decided = self._without_llm(user_query)
         if decided is not None or self.llm_router is None:  # _without_llm decides whenever there is no LLM
             return decided  # type: ignore[return-value]
         try:
-            candidate = self.llm_router.choose(build_payload(features), config)
+            candidate = self.llm_router.choose(build_payload(features), config, timeout_s=timeout_s)
         except LLMRouterUnavailable as exc:
-            return self._unavailable(user_query, features, exc)
+            return self._unavailable(user_query, features, exc, raise_unavailable)
         return self._finish(user_query, features, candidate)
 
-    async def aroute(self, user_query: str, *, config: RunnableConfig | None = None) -> RouteResult:
+    async def aroute(self, user_query: str, *, config: RunnableConfig | None = None,
+                     timeout_s: float | None = None, raise_unavailable: bool = False) -> RouteResult:
         """Async twin of `route` (only the LLM call differs)."""
         features, decided = self._without_llm(user_query)
         if decided is not None or self.llm_router is None:  # _without_llm decides whenever there is no LLM
             return decided  # type: ignore[return-value]
         try:
-            candidate = await self.llm_router.achoose(build_payload(features), config)
+            candidate = await self.llm_router.achoose(build_payload(features), config, timeout_s=timeout_s)
         except LLMRouterUnavailable as exc:
-            return self._unavailable(user_query, features, exc)
+            return self._unavailable(user_query, features, exc, raise_unavailable)
         return self._finish(user_query, features, candidate)
+
+    def route_offline(self, user_query: str, llm_error: str | None = None) -> RouteResult:
+        """The deterministic route, without asking the model: `routing_mode="fallback"`, or
+        `fallback_llm_error` naming `llm_error` when the model was asked and did not answer."""
+        return self._offline(user_query, self.analyze(user_query), llm_error)
+
+    def _offline(self, user_query: str, features: QueryFeatures, llm_error: str | None) -> RouteResult:
+        if llm_error is None or not features.normalized_query:
+            return fallback_route(user_query, features, features.anchors, llm_attempted=False)
+        return fallback_route(user_query, features, features.anchors, llm_attempted=True,
+                              routing_mode=RoutingMode.FALLBACK_LLM_ERROR, note=f"LLM unavailable: {llm_error}")
 
     def _without_llm(self, user_query: str) -> tuple[QueryFeatures, RouteResult | None]:
         """The request's features, and the route when no LLM call is needed (no model, or nothing to route)."""
@@ -107,17 +130,12 @@ class IntentRouter:
         return features, None
 
     def _unavailable(
-        self, user_query: str, features: QueryFeatures, exc: LLMRouterUnavailable
+        self, user_query: str, features: QueryFeatures, exc: LLMRouterUnavailable, raise_outage: bool
     ) -> RouteResult:
+        if raise_outage and exc.outage is not None:
+            raise exc.outage from None  # the caller logs it and routes with `route_offline`
         logger.warning("intent router: LLM unavailable (%s); using the fallback route", exc.kind)
-        return fallback_route(
-            user_query,
-            features,
-            features.anchors,
-            llm_attempted=True,
-            routing_mode=RoutingMode.FALLBACK_LLM_ERROR,
-            note=f"LLM unavailable: {exc.kind}",
-        )
+        return self._offline(user_query, features, exc.kind)
 
     def _finish(
         self, user_query: str, features: QueryFeatures, candidate: dict[str, Any] | None

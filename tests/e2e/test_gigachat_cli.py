@@ -58,6 +58,7 @@ def test_index_and_ask_with_gigachat_through_the_cli(gigachat_cli: Callable[...,
     out = json.loads(ask.stdout)
     assert out["route"]["routing_mode"] == "llm_default", out["route"]
     assert "CORSMiddleware" in out["answer"] and out["citations"]
+    assert "без LLM" not in out["answer"], "answered by the LLM: no offline note"
     assert all(c["path"] == "docs/cors.md" for c in out["citations"]), "only verified citations are kept"
     kinds = {("function" if r.json.get("functions") else "answer") for r in server.chat_requests}
     assert kinds == {"function", "answer"}, "the router and the answer both went to GigaChat"

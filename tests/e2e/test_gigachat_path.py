@@ -154,6 +154,8 @@ async def test_streams_llm_answer_tokens_and_keeps_only_verified_citations(
     assert f"[docs/cors.md:{cite['start_line']}-{cite['end_line']}]" in final["answer"]
     assert final["abstained"] is False
     assert final["route"]["routing_mode"] == "llm_default" and final["route"]["llm_router_used"] is True
+    assert (final["answer_mode"], final["offline_reason"]) == ("llm", ""), "the LLM path stays the LLM path"
+    assert "без LLM" not in final["answer"]
 
     # The requests the real SDK sent: a function call for the router, a streamed answer with fenced docs.
     route_req, _analysis_req, answer_req = (r.json for r in server.chat_requests)
@@ -194,10 +196,14 @@ async def test_follow_up_is_rewritten_by_the_llm(db, small_session: str, server:
 
 
 # --- failures fall back ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("failure", [Disconnect(after_chunks=2), Fail(500)], ids=["disconnect", "http-500"])
+@pytest.mark.parametrize(
+    ("failure", "reason", "note"),
+    [(Disconnect(after_chunks=2), "answer_composition: RemoteProtocolError", "модель недоступна"),
+     (Fail(500), "answer_composition: ServerError 500", "модель вернула ошибку")],
+    ids=["disconnect", "http-500"])
 async def test_failure_mid_answer_gives_the_extractive_answer(
         db, small_session: str, server: FakeGigaChatServer, logs: pytest.LogCaptureFixture,
-        failure: Reply) -> None:
+        failure: Reply, reason: str, note: str) -> None:
     script = Script(answer=failure)
     server.chat_handler = script
     graph = make_graph(db, server)
@@ -207,9 +213,28 @@ async def test_failure_mid_answer_gives_the_extractive_answer(
     assert script.kinds == ["route", "analysis", "answer"]
     assert final["route"]["routing_mode"] == "llm_default", "the router call itself succeeded"
     assert_extractive(final)
+    assert (final["answer_mode"], final["offline_reason"]) == ("offline", reason)
+    assert final["answer"].endswith(f"(ответ собран без LLM: {note})"), "the answer says it was made offline"
     if isinstance(failure, Disconnect):
         assert answer_tokens(events), "some tokens were streamed before the connection dropped"
     assert_no_secrets(server, logs, final, events)
+
+
+@pytest.mark.parametrize("refusal", [Fail(429), Fail(503)], ids=["rate-limit", "server-error"])
+async def test_a_refused_router_call_takes_the_rest_of_the_request_offline(
+        db, small_session: str, server: FakeGigaChatServer, refusal: Fail) -> None:
+    script = Script()
+    server.chat_handler = script
+    server.script_chat([refusal])  # the router's call; analysis and answer would get the script
+    graph = make_graph(db, server)
+
+    _, final = await stream(graph, QUESTION, small_session)
+
+    assert len(server.chat_requests) == 1 and script.kinds == [], "no LLM call after the refusal"
+    assert final["route"]["routing_mode"] == "fallback_llm_error"
+    assert final["offline_reason"].startswith("intent_routing: ") and str(refusal.status) in final["offline_reason"]
+    assert_extractive(final)
+    assert final["answer"].endswith("(ответ собран без LLM: модель вернула ошибку)")
 
 
 async def test_stalled_answer_gives_the_extractive_answer_within_the_run_timeout(
@@ -223,6 +248,8 @@ async def test_stalled_answer_gives_the_extractive_answer_within_the_run_timeout
     assert time.perf_counter() - started < 8, "Context.llm_timeout_s bounds the answer call"
     assert_extractive(final)
     assert "too late" not in final["answer"]
+    assert final["offline_reason"] == "answer_composition: no answer within 1s"
+    assert final["answer"].endswith("(ответ собран без LLM: модель не ответила вовремя)")
 
 
 async def test_unreachable_gigachat_falls_back_everywhere(db, small_session: str, server: FakeGigaChatServer,
@@ -238,6 +265,8 @@ async def test_unreachable_gigachat_falls_back_everywhere(db, small_session: str
     assert final["route"]["llm_router_used"] is False
     assert_extractive(final)
     assert not answer_tokens(events)
+    assert (final["answer_mode"], final["offline_reason"]) == ("offline", "intent_routing: ConnectError")
+    assert final["answer"].endswith("(ответ собран без LLM: модель недоступна)")
     assert_no_secrets(server, logs, final, events)
 
 

@@ -488,6 +488,64 @@ def _model(name: str) -> dict[str, str]:
     return {"id": name, "object": "model", "owned_by": "salutedevices", "type": "chat"}
 
 
+class SilentServer:
+    """A TCP endpoint on 127.0.0.1 that accepts every connection and never sends a byte.
+
+    The worst GigaChat outage for a client: connecting succeeds, so only read timeouts (and our own time
+    limits) end a call. Point `base_url` (and `auth_url`, if you like) at it; `accepted` counts connections.
+    """
+
+    def __init__(self) -> None:
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, name="silent-gigachat", daemon=True)
+
+    def _accept(self) -> None:
+        self._sock.settimeout(0.05)
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self._held.append(conn)  # kept open, never read from, never answered
+
+    @property
+    def accepted(self) -> int:
+        return len(self._held)
+
+    @property
+    def port(self) -> int:
+        return int(self._sock.getsockname()[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{API_PREFIX}"
+
+    @property
+    def auth_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{AUTH_PATH}"
+
+    def start(self) -> SilentServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for conn in [*self._held, self._sock]:
+            with contextlib.suppress(OSError):
+                conn.close()
+
+    def __enter__(self) -> SilentServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
 def make_fake_gigachat_chat(server: FakeGigaChatServer, **kwargs: Any) -> Any:
     """Build the app's chat model (`langchain_gigachat.GigaChat`, streaming) pointed at `server`.
 

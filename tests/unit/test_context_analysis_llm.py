@@ -13,6 +13,7 @@ from langchain_core.outputs import ChatResult
 
 from nodes.context_analysis import ANALYSIS_PROMPT, Analysis, analyze, analyze_with_llm, build_analysis_messages
 from nodes.context_analysis.llm import apply_choice
+from nodes.llm_budget import LLMUnavailable, OfflineCause
 from nodes.terms import key_terms
 from tests.unit.test_context_analysis import CORS_ROW, FILE_ROW, ev
 
@@ -117,3 +118,20 @@ async def test_no_passages_means_no_call() -> None:
     model = replies('{"passages": [1], "sufficient": true}')
     empty = analyze(QUESTION, key_terms(QUESTION), [], True)
     assert await analyze_with_llm(model, QUESTION, empty, [], None, 5.0) is None
+
+
+# --- issue 25 item 6: an outage is told to the graph, which then runs the rest of the request offline -----
+@pytest.mark.parametrize(
+    ("model", "cause"),
+    [(Stalls(messages=iter([])), OfflineCause.TIMEOUT), (Fails(messages=iter([])), OfflineCause.UNREACHABLE)],
+    ids=["timeout", "unreachable"],
+)
+async def test_an_outage_is_raised_when_asked(model: GenericFakeChatModel, cause: OfflineCause) -> None:
+    with pytest.raises(LLMUnavailable) as raised:
+        await analyze_with_llm(model, QUESTION, base(), ROWS, None, 0.2, raise_unavailable=True)
+    assert raised.value.cause == cause
+
+
+async def test_an_unusable_choice_is_not_an_outage() -> None:
+    model = replies("Я думаю, второй.")
+    assert await analyze_with_llm(model, QUESTION, base(), ROWS, None, 5.0, raise_unavailable=True) is None

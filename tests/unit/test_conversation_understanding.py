@@ -19,6 +19,7 @@ from nodes.conversation_understanding import (
     rewrite_with_llm,
     standalone_request,
 )
+from nodes.llm_budget import LLMUnavailable, OfflineCause
 
 
 def turns(*pairs: str) -> list[dict[str, str]]:
@@ -251,3 +252,19 @@ def test_a_word_that_only_opens_a_sentence_is_carried_in_lower_case() -> None:
 )
 def test_follow_up_signals(question: str, follow_up: bool) -> None:
     assert is_follow_up(question, CORS) is follow_up
+
+
+# --- issue 25 item 6: an outage is told to the graph, which then runs the rest of the request offline -----
+@pytest.mark.parametrize(
+    ("model", "cause"),
+    [(SlowModel(messages=iter([])), OfflineCause.TIMEOUT), (RaisingModel(messages=iter([])), OfflineCause.UNREACHABLE)],
+    ids=["timeout", "unreachable"],
+)
+async def test_rewrite_raises_an_outage_when_asked(model: GenericFakeChatModel, cause: OfflineCause) -> None:
+    with pytest.raises(LLMUnavailable) as raised:
+        await rewrite_with_llm(model, "А как это отключить?", CORS, 0.2, raise_unavailable=True)
+    assert raised.value.cause == cause
+
+
+async def test_an_unusable_rewrite_is_not_an_outage() -> None:
+    assert await rewrite_with_llm(fake("   "), "А как это отключить?", CORS, 5.0, raise_unavailable=True) is None

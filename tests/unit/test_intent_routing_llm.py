@@ -22,6 +22,7 @@ from pydantic import Field
 from nodes.intent_routing import AliasEntry, InMemoryAliasIndex, IntentRouter, RoutingMode
 from nodes.intent_routing.llm import describe_error, parse_candidate, parse_json_object
 from nodes.intent_routing.prompts import build_payload, load_prompts, render_messages, route_function
+from nodes.llm_budget import LLMUnavailable, OfflineCause
 
 INDEX = InMemoryAliasIndex([AliasEntry("cors", ["docs/cors.md"])], {"/health": ["docs/health.md"]})
 ROUTE = {"routing_domain": "DOCS", "intent": "DOC_EXPLAIN", "subintent": "SUMMARY", "confidence": 0.9}
@@ -266,3 +267,60 @@ def test_callbacks_in_config_reach_the_model_call() -> None:
     assert recorder.starts == 1
     system, human = model.received[0]
     assert "<router_input>" in human.content and "Как настроить CORS?" in human.content
+
+
+# --- issue 25 item 6: the request's deadline sets the limit; an outage is told to the caller ---------------
+@pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
+async def test_the_callers_limit_replaces_the_routers_own(sync: bool) -> None:
+    router = IntentRouter(ScriptedChatModel(replies=[tool_call(ROUTE)], delay_s=3.0), INDEX, timeout_s=8.0)
+    start = time.monotonic()
+    if sync:
+        result = router.route("Как настроить CORS?", timeout_s=0.2)
+    else:
+        result = await router.aroute("Как настроить CORS?", timeout_s=0.2)
+
+    assert time.monotonic() - start < 1.0
+    assert result.routing_mode == "fallback_llm_error" and "timeout after 0.2s" in result.reason_short
+    assert router.timeout_s == 8.0
+
+
+@pytest.mark.parametrize(
+    ("reply", "cause"),
+    [
+        (httpx.ConnectError("refused"), OfflineCause.UNREACHABLE),
+        (httpx.ReadTimeout("slow"), OfflineCause.TIMEOUT),
+        (ServerError("http://x", 500, b"", None), OfflineCause.REFUSED),
+        (AuthenticationError("http://x", 401, b"", None), OfflineCause.REFUSED),
+    ],
+)
+async def test_an_outage_is_raised_when_asked(reply: Any, cause: OfflineCause) -> None:
+    for sync in (True, False):
+        router = IntentRouter(ScriptedChatModel(replies=[reply]), INDEX)
+        with pytest.raises(LLMUnavailable) as raised:
+            if sync:
+                router.route("Как настроить CORS?", raise_unavailable=True)
+            else:
+                await router.aroute("Как настроить CORS?", raise_unavailable=True)
+        assert raised.value.cause == cause
+
+
+async def test_an_invalid_answer_is_not_an_outage() -> None:
+    router = IntentRouter(ScriptedChatModel(replies=[AIMessage(content="broken")]), INDEX)
+    result = await router.aroute("Как настроить CORS?", raise_unavailable=True)
+    assert result.routing_mode == "fallback_llm_invalid"
+
+
+@pytest.mark.parametrize(
+    ("llm_error", "mode", "reason"),
+    [(None, "fallback", "fallback: "), ("no answer within 3s", "fallback_llm_error",
+                                        "LLM unavailable: no answer within 3s; fallback: ")],
+    ids=["skipped", "after-outage"],
+)
+def test_route_offline_never_asks_the_model(llm_error: str | None, mode: str, reason: str) -> None:
+    model = ScriptedChatModel(replies=[])
+    result = IntentRouter(model, INDEX).route_offline("В каком файле описан CORS?", llm_error)
+
+    assert model.received == []
+    assert (result.routing_mode, result.llm_router_used) == (mode, False)
+    assert result.reason_short.startswith(reason)
+    assert result.route_label == "DOC_EXPLAIN/FIND_FILES" and result.anchors.matched_aliases == ["cors"]
