@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from graph.settings import Settings
 from graph.terminal import printable, undecodable
-from stores.errors import InvalidQuestionError
+from stores.errors import InvalidQuestionError, SessionNotFoundError
 
 if TYPE_CHECKING:  # the graph's modules load only when a command needs them (a fast `lotsman --help`)
     from graph.deps import GraphDeps
@@ -97,10 +97,38 @@ async def _ask_once(settings: Settings, question: str, session: str, *, thread_i
                                                top_k=settings.top_k))
 
 
+async def _answer(settings: Settings, question: str, session: str, deps: GraphDeps, **run: Any) -> dict[str, Any]:
+    """One turn on `session`, which must still exist when the answer says the index does not answer.
+
+    A session deleted during the turn leaves retrieval nothing to read, and the answer would blame the
+    question ("the indexed material does not answer this"); the session is looked up before the turn and,
+    when the answer abstains or cites nothing, again afterwards (by id: one deleted and created again under
+    the same name is another index).
+    """
+    from stores.sessions import find_session, get_session
+
+    with deps.database().connection() as conn:
+        before = get_session(conn, session)  # unknown: the usual `no session` error, before any work
+    try:
+        out = await _ask_once(settings, question, session, deps=deps, **run)
+    except SessionNotFoundError:  # the turn lost it between two of its stages
+        raise session_deleted(session) from None
+    if out.get("abstained") or not out.get("citations"):
+        with deps.database().connection() as conn:
+            if find_session(conn, before.rag_session_id) is None:
+                raise session_deleted(session)
+    return out
+
+
+def session_deleted(session: str) -> SessionNotFoundError:
+    return SessionNotFoundError(f"session '{session}' was deleted while answering: index the repository again "
+                                f"with `lotsman index PATH --session {session}`")
+
+
 def _ask(args: argparse.Namespace, settings: Settings) -> int:
     question = clean_question(args.question)
     with open_deps(settings) as deps:
-        out = asyncio.run(_ask_once(settings, question, args.session, deps=deps))
+        out = asyncio.run(_answer(settings, question, args.session, deps))
     _print_answer(out, as_json=args.json)
     return 0
 
@@ -155,7 +183,7 @@ async def _chat_loop(settings: Settings, deps: Any, session: str, thread_id: str
                 if undecodable(line) is not None:
                     print(f"error: {printable(exc)}", file=sys.stderr)
                 continue
-            out = await _ask_once(settings, question, session, thread_id=thread_id, checkpointer=saver, deps=deps)
+            out = await _answer(settings, question, session, deps, thread_id=thread_id, checkpointer=saver)
             print(printable(out.get("answer", ""), multiline=True))
 
 
