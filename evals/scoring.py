@@ -87,6 +87,16 @@ def answer_mode(state: dict[str, Any], *, llm: bool) -> tuple[str, str]:
     return "llm", ""
 
 
+def _citations_removed(mode: str, removed: int | None, kept: int) -> float | None:
+    """Share of the model's citations the verifier removed: of an LLM answer, or 1.0 for a fallback whose
+    model answer lost every citation (when the graph reports them); n/a for answers no model wrote."""
+    if mode == "llm":
+        return citations_removed_share(removed, kept)
+    if mode == FALLBACK and removed:
+        return 1.0  # the extractive citations are not the model's: it kept none
+    return None
+
+
 def score_case(case: dict[str, Any], state: dict[str, Any], *, llm: bool = False) -> dict[str, Any]:
     """Per-case metrics and diagnostics; answer metrics of unanswerable cases are None.
 
@@ -109,7 +119,7 @@ def score_case(case: dict[str, Any], state: dict[str, Any], *, llm: bool = False
     # LangSmith outputs carry the rows' locations only (`evidence_reduced`): the ceiling is n/a there.
     texts = None if state.get("evidence_reduced") else [e.get("content") or "" for e in evidence]
     mode, reason = answer_mode(state, llm=llm)
-    removed = citations_removed_share(_removed_count(state), len(citations)) if mode == "llm" else None
+    removed = _citations_removed(mode, _removed_count(state), len(citations))
 
     def ans(value: Any) -> Any:
         return value if answerable else None

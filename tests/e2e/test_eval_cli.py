@@ -131,6 +131,29 @@ def test_eval_with_llm_answers_through_gigachat(offline_env: Callable[..., dict[
     assert case["answer_mode"] == "llm" and report["corpora"]["small"]["llm_fallbacks"] == 0
 
 
+def test_eval_with_llm_counts_an_extractive_fallback_and_its_reason(
+        offline_env: Callable[..., dict[str, str]], small_corpus: Path, tmp_path: Path) -> None:
+    """The model answers, but only with a citation outside the evidence: the verifier removes it, the
+    extractive answer is used, and the report counts a fallback with its reason instead of a clean 0."""
+    from tests.e2e.test_gigachat_path import Script
+    from tests.fakes.gigachat_server import FakeGigaChatServer, Text
+
+    dataset = write_jsonl(tmp_path / "small.jsonl", SMALL_CASES[:1])
+    out = tmp_path / "report.json"
+    with FakeGigaChatServer() as server:
+        server.chat_handler = Script(answer=Text("Добавьте CORSMiddleware [docs/secret.md:1-9]."))
+        proc = subprocess.run([sys.executable, "-m", "evals", str(dataset), "--corpus", str(small_corpus),
+                               "--embedder", "fake", "--llm", "--out", str(out)],
+                              capture_output=True, text=True, env=offline_env(**server.env()), cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    small = json.loads(out.read_text(encoding="utf-8"))["corpora"]["small"]
+    [case] = small["results"]
+    assert case["answer_mode"] == "extractive fallback"
+    assert case["answer_mode_reason"] == "model reply unusable (no verified citation or empty text)"
+    assert small["llm_fallbacks"] == 1 and small["citations_removed_share"] is None
+    assert "fallback small: 1 × model reply unusable" in proc.stdout
+
+
 def test_eval_with_llm_but_no_credentials_is_one_line(offline_env: Callable[..., dict[str, str]], small_corpus: Path,
                                                       tmp_path: Path) -> None:
     dataset = write_jsonl(tmp_path / "small.jsonl", SMALL_CASES)

@@ -119,6 +119,11 @@ def test_llm_runs_record_the_answer_mode_and_count_fallbacks() -> None:
                           state([span("docs/x.md", "x")], ["docs/x.md"], answer_mode="llm"), llm=True)
     assert unusable["answer_mode"] == "extractive fallback"
     assert unusable["answer_mode_reason"].startswith("model reply unusable")
+    # When the graph reports what the verifier removed from the discarded model answer, all of it was.
+    emptied = score_case(case("z", ["docs/x.md"], ["x"]),
+                         state([span("docs/x.md", "x")], ["docs/x.md"], answer_mode="llm",
+                               citations_removed=["docs/secret.md:1-9"]), llm=True)
+    assert (emptied["answer_mode"], emptied["citations_removed_share"]) == ("extractive fallback", 1.0)
     # A FIND_FILES list is deterministic by design; an abstention needs no model.
     files = score_case(case("ff", ["docs/x.md"], ["x"], route="DOC_EXPLAIN/FIND_FILES"),
                        state([span("docs/x.md", "x")], ["docs/x.md"], route=("DOC_EXPLAIN", "FIND_FILES"),
