@@ -66,3 +66,16 @@ def test_a_folder_with_too_many_files_is_refused_without_yes(lotsman, tmp_path: 
     again = lotsman("index", str(big), "--session", session_name, LOTSMAN_EMBEDDER="fake")
     assert again.returncode == 0, again.stderr
     lotsman("sessions", "--delete", session_name)
+
+
+def test_a_root_whose_name_is_not_utf8_is_one_line(lotsman, tmp_path: Path, session_name: str) -> None:
+    """The session stores its root as text: such a root is refused (exit 6) with its escaped name."""
+    root = tmp_path / os.fsdecode(b"r\xe9po")
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "a.md").write_text("# A\n\ntext\n")
+
+    proc = lotsman("index", str(root), "--session", session_name, LOTSMAN_EMBEDDER="fake")
+
+    assert proc.returncode == 6, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "r\\xe9po" in lines[0] and "not valid UTF-8" in lines[0], proc.stderr
