@@ -278,13 +278,12 @@ def _statement(lines: list[Line], k: int, hi: int) -> list[int]:
 
 
 def run_lines(lines: list[Line], a: int, b: int, wanted: set[str]) -> list[int]:
-    """The lines shown of a long run of code between definitions (constants, tables, imports): its first
-    MAX_CODE_LINES lines, unless the lines that use the asked-about names lie past them; then its first line
-    and those lines with the statements they open.
+    """The lines a long run of code between definitions (constants, tables, imports) is shown by when its head
+    hides what was asked: its first line and the lines that use the asked-about names, with the statements
+    they open; its first MAX_CODE_LINES lines when one of those already shows such a line, or none does.
 
     Cut at its head alone, a 50-line run of `xN = N` never showed `x49999 = 49999` to a question about
-    `x49999`: the gate passed the row and the analysis found nothing to quote (issue 25, item 8). Runs whose
-    head already shows a used line keep their head, so nothing else changes.
+    `x49999`: the gate passed the row and the analysis found nothing to quote (issue 25, item 8).
     """
     head = list(range(a, min(b, a + MAX_CODE_LINES - 1) + 1))
     used = [k for k in range(a, b + 1) if lines[k].text.strip() and _uses(lines[k].text, wanted)]
@@ -303,13 +302,15 @@ def _code_text(lines: list[Line], picked: list[int]) -> str:
     return "\n".join(parts)
 
 
-def code_candidates(row: EvidenceRow, wanted: set[str]) -> list[Candidate]:
+def code_candidates(row: EvidenceRow, wanted: set[str], *, runs_at_use: bool = False) -> list[Candidate]:
     """One candidate per definition of a C0 row (methods of a long class count as definitions).
 
     Args:
         row: A C0 row.
         wanted: Folded names and stems asked about (`fold_identifier`); a long definition shows the lines
             that use them.
+        runs_at_use: Show a long run of code between definitions at the lines that use `wanted`
+            (`run_lines`) instead of at its head.
     """
     lines = aligned_lines(row)
     if not lines:
@@ -321,9 +322,9 @@ def code_candidates(row: EvidenceRow, wanted: set[str]) -> list[Candidate]:
             header = _header(lines, a, b)
             name = next((m.group(1) for k in header if (m := DEFINITION.match(lines[k].text))), "")
             size = b - a + 1
-            if size > MAX_CODE_LINES and not header:
+            if size > MAX_CODE_LINES and not header and runs_at_use:
                 picked = run_lines(lines, a, b, wanted)
-            elif size <= MAX_CODE_LINES:
+            elif size <= MAX_CODE_LINES or not header:
                 picked = list(range(a, min(b, a + MAX_CODE_LINES - 1) + 1))
             else:
                 used = list(dict.fromkeys(n for k in range(a, b + 1) if k not in header
@@ -364,12 +365,12 @@ def _uses(text: str, wanted: set[str]) -> bool:
     return False
 
 
-def row_candidates(row: EvidenceRow, wanted: set[str]) -> list[Candidate]:
-    """All candidate passages of one evidence row."""
+def row_candidates(row: EvidenceRow, wanted: set[str], *, runs_at_use: bool = False) -> list[Candidate]:
+    """All candidate passages of one evidence row (`runs_at_use`: see `code_candidates`)."""
     if row.layer == "D0_DOC_CHUNKS":
         return docs_candidates(row)
     if row.layer in LINE_ALIGNED:
-        return code_candidates(row, wanted)
+        return code_candidates(row, wanted, runs_at_use=runs_at_use)
     text = quotable_text(row)
     if not text.strip():
         return []
