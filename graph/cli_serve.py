@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import errno
 import os
 import shutil
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -111,7 +113,8 @@ def run_process_group(cmd: list[str], *, cwd: Path, env: dict[str, str]) -> int:
 
     previous = {signum: signal.signal(signum, forward) for signum in STOP_SIGNALS}
     try:
-        child = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, start_new_session=True)
+        child = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, start_new_session=True,
+                                 preexec_fn=_stop_with_parent(os.getpid()))
         if stops:  # a signal that came while the child was being started
             _stop(child.pid, stops[0], first=True)
         returncode = child.wait()  # signal handlers run during the wait (PEP 475 retries it)
@@ -121,6 +124,27 @@ def run_process_group(cmd: list[str], *, cwd: Path, env: dict[str, str]) -> int:
         if child is not None:
             _signal_group(child.pid, signal.SIGKILL)  # workers the server left behind
     return exit_status(returncode, stops[0] if stops else None)
+
+
+PR_SET_PDEATHSIG = 1
+"""prctl(2) option: the signal the kernel sends a process when the thread that started it ends."""
+
+
+def _stop_with_parent(parent: int) -> Callable[[], None] | None:
+    """A `preexec_fn` that makes the server receive SIGTERM when `lotsman serve` itself dies, even by SIGKILL
+    (no handler runs then); None where prctl is not available (not Linux)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the request took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
 
 
 def _stop(pgid: int, signum: int, *, first: bool) -> None:

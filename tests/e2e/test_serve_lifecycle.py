@@ -164,3 +164,18 @@ def test_a_port_out_of_range_is_one_line(serve: Callable[..., Serve]) -> None:
     assert refused.proc.wait(timeout=STOP_TIMEOUT_S) == 2
     assert refused.log_text().splitlines() == [
         "error: argument --port: expected a port number from 1 to 65535, got 99999 (see `lotsman serve --help`)"]
+
+
+def test_a_killed_lotsman_takes_the_server_with_it(serve: Callable[..., Serve]) -> None:
+    """`kill -9` runs no handler: the kernel's parent-death signal (prctl) stops the server instead."""
+    port = _free_port()
+    server = serve("--port", str(port))
+    server.wait_ready(port)
+
+    server.proc.kill()
+    server.proc.wait(timeout=10)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while (_listening(port) or any(_alive(pid) for pid in server.tree)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _listening(port), f"port {port} still open after lotsman was killed"
+    assert [pid for pid in server.tree if _alive(pid)] == [], server.log_text()
