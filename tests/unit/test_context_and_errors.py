@@ -23,7 +23,7 @@ from stores.errors import InvalidInputError, LotsmanError, SessionNotFoundError
 
 
 @pytest.mark.parametrize(("context", "says"), [
-    ({"retriever": "bm25"}, "retriever: Extra inputs are not permitted"),  # baselines live in evals/, not here
+    ({"retriever": "nope"}, "retriever: Input should be 'full', 'vector' or 'bm25' (got 'nope')"),
     ({"top_k": -3}, "top_k: Input should be greater than or equal to 1 (got -3)"),
     ({"top_k": 0}, "top_k: Input should be greater than or equal to 1"),
     ({"top_k": "lots"}, "top_k: Input should be a valid integer (got 'lots')"),
