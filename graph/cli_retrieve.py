@@ -1,8 +1,9 @@
 """`lotsman retrieve`: the fused rows with their provenance, and what `ask` does with them.
 
-It runs the QA graph itself, offline, and shows its retrieval: the gate, the evidence and the analysis's
-verdict come from the same nodes as an offline `ask`, so the two cannot disagree about one question (they
-did when this command called the adapter on its own and stopped at the gate).
+It runs the QA graph itself, wired as `ask` is (GigaChat's router and analysis when configured), and shows
+its retrieval: the route, the gate, the evidence and the analysis's verdict come from the same nodes and
+the same dependencies as `ask`, so the two cannot disagree about one question (they did when this command
+called the adapter on its own, with the offline router, and stopped at the gate).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from graph.settings import Settings
 from graph.terminal import printable
 
 
-async def _run_offline(deps: Any, question: str, session: str, *, top_k: int, token_cap: int) -> dict[str, Any]:
-    """The graph's whole state after one offline turn (deterministic router, analysis and answer)."""
+async def _run_turn(deps: Any, question: str, session: str, *, top_k: int, token_cap: int) -> dict[str, Any]:
+    """The graph's whole state after one turn, with the run context `ask` uses."""
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -28,7 +29,7 @@ async def _run_offline(deps: Any, question: str, session: str, *, top_k: int, to
 
     graph = build_graph(deps, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": uuid.uuid4().hex}}
-    context = Context(rag_session_id=session, top_k=top_k, token_cap=token_cap, use_llm=False)
+    context = Context(rag_session_id=session, top_k=top_k, token_cap=token_cap)
     await graph.ainvoke({"messages": [HumanMessage(question)]}, config=config, context=context)
     return dict((await graph.aget_state(config)).values)
 
@@ -46,9 +47,9 @@ def verdict(state: dict[str, Any]) -> tuple[bool, str | None, str]:
 
 def _retrieve(args: argparse.Namespace, settings: Settings) -> int:
     question = clean_question(args.question)
-    with open_deps(settings, production=False) as deps:  # retrieval debugging is offline: the deterministic router
-        state = asyncio.run(_run_offline(deps, question, args.session, top_k=args.k or settings.top_k,
-                                         token_cap=settings.token_cap))
+    with open_deps(settings) as deps:  # as `ask` opens them: one router, one gate, one analysis
+        state = asyncio.run(_run_turn(deps, question, args.session, top_k=args.k or settings.top_k,
+                                      token_cap=settings.token_cap))
     route, report = state["route_result"], state["retrieval"]
     plan, code_plan = state.get("plan"), state.get("code_plan")
     # The analysis appends the source rows it quoted to the evidence: the retrieved rows come first.
