@@ -13,7 +13,8 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
 
-from graph.deps import client_limits
+from graph.deps import client_limits, make_chat_model
+from graph.settings import GigaChatSettings, Settings
 from nodes.answer_composition import compose_with_llm
 from nodes.answer_composition.llm import llm_answer_wanted
 from nodes.context_analysis import analyze
@@ -174,6 +175,13 @@ def test_client_limits_fit_in_the_deadline(timeout: float, retries: int, deadlin
     assert got == expected
     if deadline > 0:
         assert (got[1] + 1) * got[0] <= deadline
+
+
+def test_the_production_chat_model_gets_the_fitted_limits() -> None:
+    settings = Settings(gigachat=GigaChatSettings(credentials="a2V5", model="GigaChat-2", timeout=30.0,
+                                                  max_retries=1, request_deadline=20.0))
+    model: Any = make_chat_model(settings)
+    assert (model.timeout, model.max_retries, model.streaming) == (20.0, 0, True)
 
 
 # --- the answer call reports an outage when asked ------------------------------------------------------------
