@@ -381,21 +381,21 @@ def _run_job(db: Database, session: RagSession, kind: str,
         job = _Job(job_id, report, time.perf_counter())
         try:
             body(report, job)
+            report.timings["total"] = time.perf_counter() - job.t0
+            with db.connection() as conn:
+                jobs.record_counts(conn, job_id, report.counts())
         except KeyboardInterrupt:
             if not job.committed:
                 _fail(db, job, INTERRUPTED_BY_USER)
                 raise
             raise IndexInterruptedError(
                 f"interrupted after the index job had committed: session '{session.name}' answers from its new "
-                f"index ({report.rows_written} rows written, job done); only the steps after the commit "
-                "(statistics, stoplist) were skipped, and the next index job runs them") from None
+                f"index ({report.rows_written} rows written, job done); only the housekeeping after the commit "
+                "(statistics, stoplist) was skipped, and the next index job does it") from None
         except BaseException as exc:
             if not job.committed:
                 _fail(db, job, f"{type(exc).__name__}: {exc}"[:2000])
             raise
-        report.timings["total"] = time.perf_counter() - job.t0
-        with db.connection() as conn:
-            jobs.record_counts(conn, job_id, report.counts())
         return report
     finally:
         _release(db, lock, session)
