@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.suites import SUITES, EvalJob, Split, select
+from graph.cli_commands import session_name
 from stores.errors import LotsmanError
 
 
@@ -27,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="write the JSON report (per corpus, macro, per case) here")
     p.add_argument("--retriever", choices=["full", "vector", "bm25"], default="full")
     p.add_argument("--embedder", help="embedder for the eval sessions (default: settings)")
-    p.add_argument("--session", help="session name for DATASET (default: eval-<corpus>-<embedder>)")
+    p.add_argument("--session", type=session_name, help="session name for DATASET (default: eval-<corpus>-<embedder>)")
     p.add_argument("--limit", type=int, help="only the first N cases of each dataset")
     p.add_argument("--llm", action="store_true",
                    help="answer with GigaChat (router, analysis and composition; needs GIGACHAT_CREDENTIALS and "

