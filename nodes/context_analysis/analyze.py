@@ -392,18 +392,20 @@ def _topical(text: str, q: Question) -> bool:
 
 
 def _scored_passages(rows: Sequence[EvidenceRow], file_rank: dict[str, int], q: Question, embed: Embed | None,
-                     by_terms: bool) -> list[Scored]:
+                     *, relevant: bool) -> list[Scored]:
     """Every candidate passage of the evidence, scored, best first (one `embed` call).
 
-    A long run of code between definitions is cut at its head. When the gate passed the evidence and only a
-    key term in a passage can make it sufficient (`by_terms`), yet no passage carries one, the cut may have
-    hidden the lines that do (a 50-line run of `xN = N` asked about `x49999`): the runs are cut again at the
-    lines that use the asked-about names, so `ask` quotes the row `retrieve` showed as relevant instead of
-    saying the index does not answer (issue 25, item 8). Only then: cut by use everywhere, such runs (import
-    blocks, constants, continued function bodies) changed the passages of 7,700 question-row pairs of the
-    eval corpora; at their head they quote what the answers quoted before.
+    A long run of code between definitions is cut at its head. When the gate passed the evidence (`relevant`:
+    False too for overview and cross-lingual requests, whose passages suffice without a key term), only a key
+    term in a passage can make it sufficient (no exactly named file), and no passage carries one, the cut may
+    have hidden the lines that do (a 50-line run of `xN = N` asked about `x49999`): the runs are cut again at
+    the lines that use the asked-about names, so `ask` quotes the row `retrieve` showed as relevant instead
+    of saying the index does not answer (issue 25, item 8). Only then: cut by use everywhere, such runs
+    (import blocks, constants, continued function bodies) changed the passages of 7,700 question-row pairs
+    of the eval corpora; at their head they quote what the answers quoted before.
     """
     candidates = [c for row in rows for c in row_candidates(row, q.wanted)]
+    by_terms = relevant and not any("exact" in row.lanes for row in rows)
     if by_terms and not any(_topical(c.text, q) for c in candidates):
         candidates = [c for row in rows for c in row_candidates(row, q.wanted, runs_at_use=True)]
     return score_candidates(candidates, file_rank, q, embed)
@@ -458,9 +460,7 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
     file_rank: dict[str, int] = {}
     for row in rows:
         file_rank.setdefault(row.path, len(file_rank) + 1)
-    # sufficient only by a key term in a passage: the one case where a head that hides them costs the answer
-    by_terms = relevant and not any("exact" in row.lanes for row in rows) and not (overview or cross_lingual)
-    scored = _scored_passages(rows, file_rank, q, embed, by_terms)
+    scored = _scored_passages(rows, file_rank, q, embed, relevant=relevant and not (overview or cross_lingual))
     spans, pool = choose_passages(lead_first(scored, file_rank), q, file_rank)
     best_items = _best_per_file(scored)
     # A card competes for the answer as itself (its rank and weight); once chosen, its best source passage
