@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from evals.suites import SUITES, EvalJob, Split, select
 from graph.cli_commands import session_name
+from nodes.context_retrieval.strategy import Retriever
 from stores.errors import LotsmanError
 
 
@@ -26,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpora-dir", type=Path,
                    help="where corpora are assembled and kept (default: <LOTSMAN_DATA_DIR>/corpora)")
     p.add_argument("--out", help="write the JSON report (per corpus, macro, per case) here")
-    p.add_argument("--retriever", choices=["full", "vector", "bm25"], default="full")
+    p.add_argument("--retriever", choices=get_args(Retriever), default="full")
     p.add_argument("--embedder", help="embedder for the eval sessions (default: settings)")
     p.add_argument("--session", type=session_name, help="session name for DATASET (default: eval-<corpus>-<embedder>)")
     p.add_argument("--limit", type=int, help="only the first N cases of each dataset")

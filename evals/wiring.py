@@ -1,14 +1,13 @@
 """How an eval run builds the graph's dependencies and run context, for the runner and LangSmith alike.
 
-`--retriever` is wired here and nowhere else: it picks the retrieval strategy of `GraphDeps`
-(`evals/baselines.py`); the production graph has no notion of baselines.
+`--retriever` becomes the run context's `retriever` (`full`, or the plain baselines `vector` / `bm25`,
+`nodes/context_retrieval/strategy.py`), exactly as a server client would ask for it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from evals.baselines import RETRIEVERS
 from graph.context import Context
 from graph.deps import GraphDeps, make_chat_model
 from stores.errors import LotsmanError
@@ -22,14 +21,14 @@ def eval_deps(settings: Any, retriever: str, llm: bool = False) -> GraphDeps:
     analysis and composition); a run that asks for it without credentials is an error, not an offline run.
     """
     if not llm:
-        return GraphDeps(settings=settings, retrieve=RETRIEVERS[retriever])
+        return GraphDeps(settings=settings)
     model = make_chat_model(settings)
     if model is None:
         raise LotsmanError("--llm needs GigaChat: set GIGACHAT_CREDENTIALS and GIGACHAT_MODEL "
                            "(without --llm the eval runs offline)")
-    return GraphDeps(settings=settings, retrieve=RETRIEVERS[retriever], chat_model=model)
+    return GraphDeps(settings=settings, chat_model=model)
 
 
 def eval_context(session: str, retriever: str, settings: Any) -> Context:
-    """The run context of every case: the corpus's session, top-k and token cap (the retriever is in deps)."""
-    return Context(rag_session_id=session, token_cap=settings.token_cap, top_k=settings.top_k)
+    """The run context of every case: the corpus's session, the retriever, top-k and token cap."""
+    return Context(rag_session_id=session, retriever=retriever, token_cap=settings.token_cap, top_k=settings.top_k)

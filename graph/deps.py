@@ -19,6 +19,7 @@ from graph.settings import Settings, get_settings
 from graph.state import SessionRef
 from nodes.context_retrieval.adapter import RetrievalAdapter
 from nodes.context_retrieval.merge import RetrievalResult
+from nodes.context_retrieval.strategy import retrieve_evidence
 from nodes.conversation_understanding import StandaloneRequest
 from nodes.intent_routing import IntentRouter, RouteResult
 from nodes.intent_routing.alias_index import load_alias_index
@@ -86,16 +87,16 @@ class SessionBundle:
 
 RetrieveFn = Callable[[SessionBundle, StandaloneRequest, RouteResult, RetrievalPlan, CodePlan | None, Context],
                       RetrievalResult]
-"""How context_retrieval turns a turn's plans into evidence (the evals swap in plain baselines)."""
+"""How context_retrieval turns a turn's plans into evidence (tests may inject another)."""
 
 
 def full_retrieval(bundle: SessionBundle, request: StandaloneRequest, route: RouteResult, plan: RetrievalPlan,
                    code_plan: CodePlan | None, ctx: Context) -> RetrievalResult:
-    """Every lane of the plan and the code plan, fused, gated and capped."""
-    return bundle.adapter.fetch_rows(
-        bundle.session, plan, code_plan, request.text, file_names=route.anchors.file_names,
-        gate_terms=request.key_terms, top_k=ctx.top_k, token_cap=ctx.token_cap,
-    )
+    """The run context's retriever: `full` (every lane of the plan and the code plan, fused, gated and
+    capped) or a plain baseline lane (`vector`, `bm25`)."""
+    return retrieve_evidence(bundle.adapter, bundle.session, request.text, plan, code_plan,
+                             retriever=ctx.retriever, file_names=route.anchors.file_names,
+                             gate_terms=request.key_terms, top_k=ctx.top_k, token_cap=ctx.token_cap)
 
 
 @dataclass

@@ -99,8 +99,6 @@ async def test_full_retriever_runs_every_lane(server_url: str, session: str, val
     assert len(ran) > 2 and len(rows) > 1
 
 
-@pytest.mark.xfail(strict=True, reason="graph/deps.py full_retrieval must call retrieve_evidence with "
-                                       "ctx.retriever (issue 25 item 7: a change outside this helper's files)")
 @pytest.mark.parametrize(("value", "lane"), [("vector", "semantic"), ("bm25", "lexical")])
 async def test_plain_retriever_runs_its_one_lane(server_url: str, session: str, value: str, lane: str) -> None:
     rows, ran = await _evidence_lanes(server_url, {"rag_session_id": session, "retriever": value})

@@ -79,8 +79,6 @@ async def _state(deps: GraphDeps, context: dict[str, Any]) -> dict[str, Any]:
     return dict((await graph.aget_state(config)).values)
 
 
-@pytest.mark.xfail(strict=True, reason="graph/deps.py full_retrieval must call retrieve_evidence with "
-                                       "ctx.retriever (issue 25 item 7: a change outside this helper's files)")
 @pytest.mark.parametrize("retriever", ["vector", "bm25"])
 async def test_the_graph_honours_the_context_retriever(deps: GraphDeps, session: str, retriever: str) -> None:
     state = await _state(deps, {"rag_session_id": session, "retriever": retriever, "use_llm": False})
