@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from graph.settings import Settings
 from graph.terminal import printable, undecodable
-from stores.errors import InvalidQuestionError, SessionNotFoundError
+from stores.errors import InvalidQuestionError, SessionNotFoundError, session_deleted
 
 if TYPE_CHECKING:  # the graph's modules load only when a command needs them (a fast `lotsman --help`)
     from graph.deps import GraphDeps
@@ -120,11 +120,6 @@ async def _answer(settings: Settings, question: str, session: str, deps: GraphDe
     return out
 
 
-def session_deleted(session: str) -> SessionNotFoundError:
-    return SessionNotFoundError(f"session '{session}' was deleted while answering: index the repository again "
-                                f"with `lotsman index PATH --session {session}`")
-
-
 def _ask(args: argparse.Namespace, settings: Settings) -> int:
     question = clean_question(args.question)
     with open_deps(settings) as deps:
@@ -142,14 +137,17 @@ def _print_answer(out: dict[str, Any], *, as_json: bool) -> None:
             "route": {k: route.get(k) for k in ("routing_domain", "intent", "subintent", "confidence",
                                                 "routing_mode", "target_terms", "anchors")},
             "abstained": out.get("abstained", False),
+            "answer_mode": out.get("answer_mode", "offline"),
+            "offline_reason": out.get("offline_reason", ""),
             "timings_ms": out.get("timings_ms", {}),
         }
         print(json.dumps(payload, ensure_ascii=False, indent=2))
         return
     print(printable(out.get("answer", ""), multiline=True))
     timings = out.get("timings_ms") or {}
+    offline = f"; answered offline: {printable(out['offline_reason'])}" if out.get("offline_reason") else ""
     print(f"\n[{route.get('intent')}/{route.get('subintent')} via {route.get('routing_mode')}; "
-          f"{sum(timings.values()):.0f} ms]", file=sys.stderr)
+          f"{sum(timings.values()):.0f} ms{offline}]", file=sys.stderr)
 
 
 def _chat(args: argparse.Namespace, settings: Settings) -> int:

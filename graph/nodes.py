@@ -21,7 +21,8 @@ from langgraph.runtime import Runtime
 from graph.context import Context
 from graph.deps import GraphDeps, SessionBundle
 from graph.errors import surface_errors
-from graph.state import RetrievalReport, State
+from graph.state import RetrievalReport, SessionRef, State
+from graph.terminal import undecodable
 from nodes.answer_composition import compose_extractive, compose_with_llm
 from nodes.answer_composition.llm import llm_answer_wanted
 from nodes.context_analysis import Analysis, Embed, analyze, analyze_with_llm
@@ -39,6 +40,8 @@ from nodes.llm_budget import (
     with_offline_note,
 )
 from nodes.retrieval_policy import resolve_code_plan, resolve_plan
+from stores.errors import InvalidInputError, session_deleted
+from stores.sessions import find_session
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +84,11 @@ def split_conversation(messages: list[AnyMessage]) -> tuple[str, list[dict[str, 
     history = [{"role": "user" if isinstance(m, HumanMessage) else "assistant", "content": _text(m)}
                for m in messages[:last] if isinstance(m, HumanMessage | AIMessage)]
     # NUL removed as the CLI does (`clean_question`): a Postgres checkpointer cannot store it in a text value.
-    return _text(messages[last]).replace("\x00", "").strip()[:MAX_QUESTION_CHARS], history
+    question = _text(messages[last]).replace("\x00", "").strip()[:MAX_QUESTION_CHARS]
+    bad = undecodable(question)
+    if bad is not None:  # lone surrogates from an in-process caller: PostgreSQL and JSON cannot take them
+        raise InvalidInputError(f"the question is not valid UTF-8 (byte {bad}): send it as UTF-8 text")
+    return question, history
 
 
 def _empty_route() -> RouteResult:
@@ -190,9 +197,18 @@ def context_retrieval(deps: GraphDeps) -> Node:
             signals=dataclasses.asdict(result.gate.signals) if result.gate.signals else {},
             provenance=[r.provenance() for r in result.rows],
         )
+        if not result.relevant and await asyncio.to_thread(_session_gone, deps, state["session"]):
+            raise session_deleted(state["session"].name)  # not "the index does not answer this"
         return {"evidence": result.rows, "retrieval": report}
 
     return node
+
+
+def _session_gone(deps: GraphDeps, ref: SessionRef) -> bool:
+    """Whether the turn's session was deleted since the turn began (by id: a session deleted and created
+    again under the same name is another index). Asked only when retrieval found nothing relevant."""
+    with deps.database().connection() as conn:
+        return find_session(conn, ref.rag_session_id) is None
 
 
 def route_after_retrieval(state: State) -> str:

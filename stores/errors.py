@@ -35,6 +35,12 @@ class SessionNotFoundError(LotsmanError):
     exit_code = 4
 
 
+def session_deleted(name: str) -> SessionNotFoundError:
+    """The error of a turn whose session was deleted while it ran (not "the index does not answer this")."""
+    return SessionNotFoundError(f"session '{name}' was deleted while answering: index the repository again "
+                                f"with `lotsman index PATH --session {name}`")
+
+
 class EmbedderMismatchError(LotsmanError):
     """A session is used with another embedder (or dimension) than it was built with."""
 

@@ -59,8 +59,9 @@ def test_ask_json(lotsman: Run, indexed: str, small_corpus: Path) -> None:
 
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert set(out) == {"answer", "citations", "route", "abstained", "timings_ms"}
+    assert set(out) == {"answer", "citations", "route", "abstained", "answer_mode", "offline_reason", "timings_ms"}
     assert out["abstained"] is False and out["answer"].strip()
+    assert (out["answer_mode"], out["offline_reason"]) == ("offline", "")  # no credentials: offline by design
     assert out["citations"]
     for cite in out["citations"]:
         assert set(cite) == {"path", "start_line", "end_line"}

@@ -34,3 +34,13 @@ def test_graph_input_removes_nul_like_the_cli() -> None:
 def test_cli_rejects_text_that_is_not_utf8(raw: str, byte: str) -> None:
     with pytest.raises(InvalidQuestionError, match=rf"not valid UTF-8 \(byte {re.escape(byte)}\)"):
         clean_question(raw)
+
+
+@pytest.mark.parametrize("text", ["caf\udce9", "\udcff", "ok \udcc3\udca9 ok"])
+def test_graph_input_refuses_text_that_is_not_utf8(text: str) -> None:
+    """An in-process caller can hand the graph argv-style lone surrogates; the run stops at once with one
+    line instead of failing later in PostgreSQL or the checkpointer."""
+    from stores.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=r"not valid UTF-8 \(byte \\x"):
+        split_conversation([HumanMessage(text)])
