@@ -61,7 +61,7 @@ def test_ask_json(lotsman: Run, indexed: str, small_corpus: Path) -> None:
     out = json.loads(proc.stdout)
     assert set(out) == {"answer", "citations", "route", "abstained", "answer_mode", "offline_reason", "timings_ms"}
     assert out["abstained"] is False and out["answer"].strip()
-    assert (out["answer_mode"], out["offline_reason"]) == ("offline", "")  # no credentials: offline by design
+    assert (out["answer_mode"], out["offline_reason"]) == ("offline", "no chat model configured")  # by design
     assert out["citations"]
     for cite in out["citations"]:
         assert set(cite) == {"path", "start_line", "end_line"}
