@@ -14,6 +14,7 @@ from typing import Any, get_args
 
 from evals.suites import SUITES, EvalJob, Split, select
 from graph.cli_commands import session_name
+from nodes.context_retrieval.adapter import Ranker
 from nodes.context_retrieval.strategy import Retriever
 from stores.errors import LotsmanError
 
@@ -28,6 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="where corpora are assembled and kept (default: <LOTSMAN_DATA_DIR>/corpora)")
     p.add_argument("--out", help="write the JSON report (per corpus, macro, per case) here")
     p.add_argument("--retriever", choices=get_args(Retriever), default="full")
+    p.add_argument("--ranker", choices=get_args(Ranker), default=None,
+                   help="order of the fused candidates (default: the run context's, rrf)")
     p.add_argument("--embedder", help="embedder for the eval sessions (default: settings)")
     p.add_argument("--session", type=session_name, help="session name for DATASET (default: eval-<corpus>-<embedder>)")
     p.add_argument("--limit", type=int, help="only the first N cases of each dataset")
@@ -87,7 +90,7 @@ def handler(args: argparse.Namespace, settings: Any) -> int:
     for note in notes:
         print(note, file=sys.stderr)
     cache_dir = getattr(args, "corpora_dir", None) or Path(settings.data_dir) / "corpora"
-    report = run_jobs(jobs, settings=settings, cache_dir=cache_dir, retriever=args.retriever,
+    report = run_jobs(jobs, settings=settings, cache_dir=cache_dir, retriever=args.retriever, ranker=args.ranker,
                       embedder=args.embedder, limit=args.limit, session=getattr(args, "session", None),
                       progress=lambda line: print(line, file=sys.stderr, flush=True),
                       llm=getattr(args, "llm", False))

@@ -25,7 +25,7 @@ def format_table(report: dict[str, Any]) -> str:
     case's wall time, pooled over all cases in the macro column); in `--llm` runs, why answers fell back."""
     columns = {**{name: r for name, r in report["corpora"].items()}, "macro": report["macro"]}
     width = max(12, *(len(n) + 2 for n in columns))
-    head = f"retriever={report['retriever']} · embedder={report['embedder']}"
+    head = f"retriever={report['retriever']} · ranker={report.get('ranker', 'rrf')} · embedder={report['embedder']}"
     if report.get("answers"):
         head += f" · answers={report['answers']}"
     if report.get("split"):

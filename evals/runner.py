@@ -52,7 +52,8 @@ def session_name(label: str, embedder: str) -> str:
     return f"eval-{label}-{embedder.replace(':', '-')}"
 
 
-def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", embedder: str | None = None,
+def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", ranker: str | None = None,
+        embedder: str | None = None,
         session: str | None = None, limit: int | None = None, deps: Any = None,
         label: str | None = None, llm: bool = False) -> dict[str, Any]:
     """Index `corpus` (incrementally, reusing the cache), run the dataset, return one corpus's report.
@@ -79,21 +80,22 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
                               parse_workers=settings.parse_workers)
     index_s = time.perf_counter() - t0
     graph = build_graph(deps, checkpointer=InMemorySaver())
-    context = eval_context(session, retriever, settings)
+    context = eval_context(session, retriever, settings, ranker)
     t0 = time.perf_counter()
     llm_run = answers_of(deps) == "llm"
     results = asyncio.run(run_cases(graph, cases, context, llm=llm_run))
     return {
-        "dataset": str(dataset), "corpus": str(corpus), "retriever": retriever, "embedder": emb.name,
-        "answers": answers_of(deps),
+        "dataset": str(dataset), "corpus": str(corpus), "retriever": retriever, "ranker": context.ranker,
+        "embedder": emb.name, "answers": answers_of(deps),
         "session": session, "index_seconds": round(index_s, 2), "index_kind": report.kind,
         "run_seconds": round(time.perf_counter() - t0, 2), **aggregate(results, llm=llm_run), "results": results,
     }
 
 
 def run_jobs(jobs: Sequence[EvalJob], *, settings: Any, cache_dir: Path, retriever: str = "full",
-             embedder: str | None = None, limit: int | None = None, session: str | None = None,
-             deps: Any = None, progress: Callable[[str], None] | None = None, llm: bool = False) -> dict[str, Any]:
+             ranker: str | None = None, embedder: str | None = None, limit: int | None = None,
+             session: str | None = None, deps: Any = None, progress: Callable[[str], None] | None = None,
+             llm: bool = False) -> dict[str, Any]:
     """Run several datasets, each on its own corpus and session; per-corpus reports plus the macro average.
 
     `session` overrides the session name and only makes sense with one job. Every dataset is read first,
@@ -107,11 +109,12 @@ def run_jobs(jobs: Sequence[EvalJob], *, settings: Any, cache_dir: Path, retriev
         corpus = job.corpus or assemble_corpus(job.suite, cache_dir)  # type: ignore[arg-type]
         if progress:
             progress(f"{job.name}: {job.dataset.name} on {corpus}")
-        corpora[job.name] = run(job.dataset, corpus, settings=settings, retriever=retriever, embedder=embedder,
-                                session=session, label=job.suite.name if job.suite else None, limit=limit,
-                                deps=deps)
+        corpora[job.name] = run(job.dataset, corpus, settings=settings, retriever=retriever, ranker=ranker,
+                                embedder=embedder, session=session, label=job.suite.name if job.suite else None,
+                                limit=limit, deps=deps)
     summaries = {name: {k: v for k, v in r.items() if k != "results"} for name, r in corpora.items()}
     embedders = sorted({r["embedder"] for r in corpora.values()})
     rows = [row for r in corpora.values() for row in r.get("results", [])]
-    return {"retriever": retriever, "embedder": ", ".join(embedders), "answers": answers_of(deps), "corpora": corpora,
+    return {"retriever": retriever, "ranker": next((r["ranker"] for r in corpora.values()), ranker or "rrf"),
+            "embedder": ", ".join(embedders), "answers": answers_of(deps), "corpora": corpora,
             "macro": macro(summaries, rows)}

@@ -29,6 +29,9 @@ def eval_deps(settings: Any, retriever: str, llm: bool = False) -> GraphDeps:
     return GraphDeps(settings=settings, chat_model=model)
 
 
-def eval_context(session: str, retriever: str, settings: Any) -> Context:
-    """The run context of every case: the corpus's session, the retriever, top-k and token cap."""
-    return Context(rag_session_id=session, retriever=retriever, token_cap=settings.token_cap, top_k=settings.top_k)
+def eval_context(session: str, retriever: str, settings: Any, ranker: str | None = None) -> Context:
+    """The run context of every case: the corpus's session, the retriever and ranker (None: the context's
+    default), top-k and token cap."""
+    extra = {"ranker": ranker} if ranker is not None else {}
+    return Context(rag_session_id=session, retriever=retriever, token_cap=settings.token_cap, top_k=settings.top_k,
+                   **extra)

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graph.errors import client_visible, validation_message
+from nodes.context_retrieval.adapter import Ranker
 from nodes.context_retrieval.strategy import Retriever
 from stores.errors import InvalidInputError
 
@@ -29,6 +30,9 @@ class Context(BaseModel):
     retriever: Retriever = "full"
     """`full`: every lane of the route's plan, fused (the product); `vector` / `bm25`: the semantic or the
     lexical lane alone over every docs layer (the eval's plain baselines). Any other value is an error."""
+    ranker: Ranker = "rrf"
+    """How the full retriever orders the fused candidates: `rrf` (weighted reciprocal-rank fusion) or
+    `learned` (the LambdaRank model, `nodes/context_retrieval/learned_ranker.py`). Any other value is an error."""
     use_llm: bool = Field(default=True, strict=True)
     """Use the chat model when one is configured (False forces the offline path)."""
     llm_timeout_s: float = Field(default=30.0, gt=0)

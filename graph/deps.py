@@ -95,7 +95,7 @@ def full_retrieval(bundle: SessionBundle, request: StandaloneRequest, route: Rou
     """The run context's retriever: `full` (every lane of the plan and the code plan, fused, gated and
     capped) or a plain baseline lane (`vector`, `bm25`)."""
     return retrieve_evidence(bundle.adapter, bundle.session, request.text, plan, code_plan,
-                             retriever=ctx.retriever, file_names=route.anchors.file_names,
+                             retriever=ctx.retriever, ranker=ctx.ranker, file_names=route.anchors.file_names,
                              gate_terms=request.key_terms, top_k=ctx.top_k, token_cap=ctx.token_cap)
 
 

@@ -13,7 +13,7 @@ from stores.database import Database
 from stores.errors import LaneBudgetExceeded
 from stores.layers import Layer
 from stores.sessions import RagSession
-from stores.statements import RetrievalStatementBuilder, RetrieveFilters
+from stores.statements import RetrievalStatementBuilder, RetrieveFilters, vector_literal
 
 HNSW_EF_SEARCH = 200
 """HNSW candidate list per vector query (with `hnsw.iterative_scan = relaxed_order`). Chosen by measured
@@ -83,6 +83,19 @@ class RagRepository:
         if not params:
             return []
         return self._fetch(stmt, params, vector=query_embedding is not None and not exact)
+
+    def distances(self, session: RagSession, ids: Sequence[str], query_embedding: Sequence[float]) -> dict[str, float]:
+        """Cosine distance of each of these rows (by id) to the query, for rows with a vector: what the
+        learned ranker reads for candidates that only the lexical or path lanes found (primary-key look-ups,
+        no index scan)."""
+        if not ids:
+            return {}
+        rows = self._fetch(
+            f'SELECT id::text AS id, (embedding <=> %(qvec)s::vector) AS distance FROM "{session.table}" '
+            "WHERE id = ANY(%(ids)s::uuid[]) AND rag_session_id = %(sid)s AND embedding IS NOT NULL",
+            {"ids": list(ids), "sid": session.rag_session_id, "qvec": vector_literal(query_embedding)},
+        )
+        return {r["id"]: float(r["distance"]) for r in rows}
 
     def retrieve_exact_files(self, session: RagSession, paths: Sequence[str], *, layers: Sequence[str] = (),
                              limit: int = 50) -> list[dict[str, Any]]:

@@ -202,7 +202,7 @@ class RetrievalStatementBuilder:
         params["test_patterns"] = list(TEST_PATH_PATTERNS) if f.prefer_non_tests else None
         parts: list[sql.Composable] = []
         if query_embedding is not None:
-            params["qvec"] = _vector_literal(query_embedding)
+            params["qvec"] = vector_literal(query_embedding)
             parts.append(self._vector_candidates(where, exact))
         lexical_ctes: sql.Composable = sql.SQL("")
         if terms:
@@ -391,5 +391,6 @@ def _ranked_matches(match: str, cap: int | None, scope_after_match: bool) -> str
             + " OFFSET 0) m ORDER BY id LIMIT %(rank_cap)s) c " + rank(PRE_RANK_CAPPED))
 
 
-def _vector_literal(vector: Sequence[float]) -> str:
+def vector_literal(vector: Sequence[float]) -> str:
+    """pgvector's text form of a vector (`[0.1,0.2]`), for a `%s::vector` parameter."""
     return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"

@@ -11,13 +11,14 @@ import posixpath
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from langchain_core.embeddings import Embeddings
 
 from nodes.context_retrieval.bridge import code_names, doc_identifiers
 from nodes.context_retrieval.fusion import DEFAULT_LANE_WEIGHTS
 from nodes.context_retrieval.gate import GateDecision, GateThresholds, named_terms
+from nodes.context_retrieval.learned_ranker import LearnedRanker, load_ranker
 from nodes.context_retrieval.merge import (
     GatheredLanes,
     MergeSpec,
@@ -27,6 +28,7 @@ from nodes.context_retrieval.merge import (
     merge_lanes,
     rank_rows,
 )
+from nodes.context_retrieval.rank_features import RankQuery
 from nodes.context_retrieval.relax import RelaxStep, can_find, next_step, relax_plan
 from nodes.conversation_understanding import is_generic_term
 from nodes.layout import RepoLayout, about_the_project, overview_request, says_this_project, translate_prefixes
@@ -65,6 +67,8 @@ def catalog_only(plan: RetrievalPlan) -> bool:
 
 
 T = TypeVar("T")
+Ranker = Literal["rrf", "learned"]
+"""How the fused candidates are ordered (`Context.ranker`): weighted RRF, or the learned ranker."""
 
 
 class InlineExecutor(Executor):
@@ -136,6 +140,7 @@ class RetrievalAdapter:
         present_layers: the layers holding rows in the session (None: not known). A relaxation step
             whose layers hold nothing is skipped instead of queried (a code-only repository has no docs
             layers: on the standard library at 100k rows that was up to three round trips per request).
+        learned_ranker: the model behind `ranker="learned"` (None: the shipped one, loaded on first use).
     """
 
     def __init__(self, repository: RagRepository, embedder: Embeddings, *, executor: Executor | None = None,
@@ -143,7 +148,7 @@ class RetrievalAdapter:
                  stop_lexemes: Sequence[str] = (), ambient_code: bool = True,
                  layout: RepoLayout | None = None, gate: GateThresholds | None = None,
                  symbols: frozenset[str] = frozenset(), bridge: bool = False, exact_vectors: bool = False,
-                 present_layers: frozenset[str] | None = None) -> None:
+                 present_layers: frozenset[str] | None = None, learned_ranker: LearnedRanker | None = None) -> None:
         self.repository = repository
         self.embedder = embedder
         self.executor = executor or InlineExecutor()
@@ -157,11 +162,13 @@ class RetrievalAdapter:
         self.bridge = bridge
         self.exact_vectors = exact_vectors
         self.present_layers = present_layers
+        self.learned_ranker = learned_ranker
 
     def fetch_rows(
         self, session: RagSession, plan: RetrievalPlan, code_plan: CodePlan | None, query: str, *,
         file_names: Sequence[str] = (), terms: Sequence[str] = (), gate_terms: Sequence[str] | None = None,
         top_k: int = 12, token_cap: int = 4096, lanes_enabled: Sequence[str] | None = None,
+        ranker: Ranker = "rrf",
     ) -> RetrievalResult:
         """Run every lane of the plan and merge them.
 
@@ -177,24 +184,58 @@ class RetrievalAdapter:
             token_cap: token budget of the returned rows.
             lanes_enabled: restrict to these lanes (baselines: ["semantic"] or ["lexical"]); the merge of
                 a restricted run stays plain.
+            ranker: `rrf` keeps the weighted-RRF order; `learned` re-orders the fused candidates by the
+                learned ranker (`learned_ranker.py`).
         """
         hints = plan.filters.target_doc_hints or []
         if not query.strip() and not hints and not file_names:
             return RetrievalResult(rows=[], relevant=False, gate=GateDecision(False, "empty request", 0.0, 0.0))
         gathered = self.gather_lanes(session, plan, code_plan, query, file_names=file_names,
                                      lanes_enabled=lanes_enabled)
+        learned = self._learned() if ranker == "learned" and lanes_enabled is None else None
+        if learned is not None:
+            gathered.similarity = _timed(gathered.timings_ms, "similarity",
+                                         lambda: self._similarity(session, gathered, query))
         t0 = time.perf_counter()
+        key = list(gate_terms) if gate_terms is not None else key_terms(query, terms)
         spec = MergeSpec(
-            query=query, key_terms=list(gate_terms) if gate_terms is not None else key_terms(query, terms),
-            file_names=file_names, code_plan=code_plan, plan_limit=plan.limit, top_k=top_k, token_cap=token_cap,
+            query=query, key_terms=key, file_names=file_names, code_plan=code_plan, plan_limit=plan.limit,
+            top_k=top_k, token_cap=token_cap,
             lane_weights=self.lane_weights, gate=self.gate, plain=lanes_enabled is not None,
-            overview=gathered.overview,
+            overview=gathered.overview, ranker=learned,
+            rank_query=RankQuery(
+                query, key, find_files=plan.profile == RetrievalProfile.FILE_LOOKUP, code_plan=code_plan is not None,
+                explicit_code=code_plan is not None and code_plan.explicit,
+                general=plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY),
         )
         if self.bridge and lanes_enabled is None:
             self._bridge(session, gathered, spec)
         result = merge_lanes(gathered, spec)
         result.timings_ms["merge"] = _ms(t0)
         return result
+
+    def _learned(self) -> LearnedRanker:
+        if self.learned_ranker is None:
+            self.learned_ranker = load_ranker()
+        return self.learned_ranker
+
+    def _similarity(self, session: RagSession, gathered: GatheredLanes, query: str) -> dict[str, float]:
+        """Every candidate's cosine distance to the request: the lanes' own where they carry one, one
+        primary-key read for the rest (rows only the lexical, code or path lanes found)."""
+        known: dict[str, float] = {}
+        missing: dict[str, None] = {}
+        for rows in gathered.lanes.values():
+            for row in rows:
+                rid = str(row["id"])
+                if row.get("distance") is not None:
+                    known[rid] = float(row["distance"])
+                else:
+                    missing[rid] = None
+        wanted = [rid for rid in missing if rid not in known]
+        if wanted:
+            embedding = gathered.embedding if gathered.embedding is not None else self.embedder.embed_query(query)
+            known.update(self.repository.distances(session, wanted, embedding))
+        return known
 
     def _bridge(self, session: RagSession, gathered: GatheredLanes, spec: MergeSpec) -> None:
         """Add the docs→code and code→docs lanes read off a first ranking (SPEC §10)."""
@@ -254,6 +295,7 @@ class RetrievalAdapter:
         absent_f = submit("names", lambda: self.repository.absent_terms(session, names)) if names else None
         embedding = _timed(out.timings_ms, "embed", lambda: self.embedder.embed_query(query)) \
             if (on("semantic") or on("code")) else None
+        out.embedding = embedding
         ranked_f = submit("ranked", lambda: self._ranked(session, plan, query, embedding, on))
         chunks_f = submit("chunks", lambda: self._chunks(session, plan, query, embedding, on)) \
             if catalog_only(plan) and (on("semantic") or on("lexical")) else None

@@ -13,6 +13,8 @@ from typing import Any
 
 from nodes.context_retrieval.fusion import DEFAULT_LANE_WEIGHTS, diversify, fuse
 from nodes.context_retrieval.gate import GateDecision, GateThresholds, apply_token_cap, relevance_gate
+from nodes.context_retrieval.learned_ranker import LearnedRanker
+from nodes.context_retrieval.rank_features import RankQuery
 from nodes.evidence import EvidenceRow
 from nodes.retrieval_policy import CodePlan
 
@@ -45,6 +47,11 @@ class GatheredLanes:
     """The plan step whose ranked SQL answered (`relax.STEPS`)."""
     overview: bool = False
     """The request asks about the repository itself (the landing lane ran for it)."""
+    embedding: list[float] | None = None
+    """The request's embedding, when a lane needed one."""
+    similarity: dict[str, float] = field(default_factory=dict)
+    """Row id → cosine distance to the request, for every candidate with a vector (only when the learned
+    ranker orders the candidates)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,10 @@ class MergeSpec:
     """The request asks about the repository itself (its landing pages answer it)."""
     plain: bool = False
     """The plain baselines stay plain: no test demotion, no file diversity, no reserved slot."""
+    ranker: LearnedRanker | None = None
+    """Orders the fused candidates (None: the RRF order stands)."""
+    rank_query: RankQuery | None = None
+    """What the learned ranker knows of the request (defaults to the query and key terms)."""
 
 
 @dataclass
@@ -160,6 +171,9 @@ def rank_rows(lanes: Lanes, spec: MergeSpec) -> list[EvidenceRow]:
 def merge_lanes(gathered: GatheredLanes, spec: MergeSpec) -> RetrievalResult:
     """One merge of every lane: ranking, the relevance gate on the ranked rows, then the token cap."""
     ranked = rank_rows(gathered.lanes, spec)
+    if spec.ranker is not None and not spec.plain:
+        ranked = spec.ranker.order(ranked, spec.rank_query or RankQuery(spec.query, spec.key_terms),
+                                   gathered.similarity)
     absent = gathered.absent_names if ranked else []
     decision = relevance_gate(ranked, list(spec.key_terms), thresholds=spec.gate, query=spec.query,
                               absent_names=absent, named_files=spec.file_names, overview=spec.overview)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from nodes.context_retrieval.adapter import RetrievalAdapter
+from nodes.context_retrieval.adapter import Ranker, RetrievalAdapter
 from nodes.context_retrieval.merge import RetrievalResult
 from nodes.context_retrieval.retriever import broad_plans
 from nodes.retrieval_policy import CodePlan, RetrievalPlan
@@ -30,7 +30,8 @@ def plain_lanes(retriever: Retriever) -> tuple[str, ...] | None:
 
 
 def retrieve_evidence(adapter: RetrievalAdapter, session: RagSession, query: str, plan: RetrievalPlan,
-                      code_plan: CodePlan | None, *, retriever: Retriever = "full", file_names: Sequence[str] = (),
+                      code_plan: CodePlan | None, *, retriever: Retriever = "full", ranker: Ranker = "rrf",
+                      file_names: Sequence[str] = (),
                       gate_terms: Sequence[str] | None = None, top_k: int = 12, token_cap: int = 4096,
                       ) -> RetrievalResult:
     """The evidence of one request by the chosen retriever.
@@ -42,6 +43,7 @@ def retrieve_evidence(adapter: RetrievalAdapter, session: RagSession, query: str
         plan: the route's docs plan (seed 000); a plain retriever uses the broad plan instead.
         code_plan: the route's code plan; a plain retriever runs no code lane.
         retriever: `full`, `vector` or `bm25`.
+        ranker: how `full` orders its fused candidates (`rrf` or `learned`); the plain baselines stay plain.
         file_names: the route's file-name anchors.
         gate_terms: the request's key terms for the relevance gate.
         top_k: rows kept after fusion.
@@ -50,7 +52,7 @@ def retrieve_evidence(adapter: RetrievalAdapter, session: RagSession, query: str
     lanes = plain_lanes(retriever)
     if lanes is None:
         return adapter.fetch_rows(session, plan, code_plan, query, file_names=file_names, gate_terms=gate_terms,
-                                  top_k=top_k, token_cap=token_cap)
+                                  top_k=top_k, token_cap=token_cap, ranker=ranker)
     broad, _, _ = broad_plans(query)
     return adapter.fetch_rows(session, broad, None, query, file_names=file_names, gate_terms=gate_terms,
                               top_k=top_k, token_cap=token_cap, lanes_enabled=lanes)

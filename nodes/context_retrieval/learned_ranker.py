@@ -1,0 +1,137 @@
+"""The learned ranker: a LambdaRank tree ensemble, exported to JSON and evaluated in numpy.
+
+Training (`python -m evals.train_ranker`) uses LightGBM; running needs only numpy: the model file holds each
+tree as flat arrays (split feature, threshold, children, leaf values) and the names of the features it was
+trained on. The trees correct the RRF order rather than replace it: the score of a candidate at fused
+position i is `prior_weight / (i + 1)` plus the trees' sum (`rrf_prior`; the trainer starts boosting from the
+same prior). A file whose features differ from `rank_features.FEATURES` is refused with a clear error instead
+of silently scoring the wrong columns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nodes.context_retrieval.rank_features import FEATURES, MAX_CANDIDATES, RankQuery, candidate_features
+from nodes.evidence import EvidenceRow
+from stores.errors import LotsmanError
+
+MODEL_FORMAT = "lotsman-ranker/1"
+MODEL_PATH = Path(__file__).with_name("ranker_model.json")
+"""The shipped model, reproduced by `python -m evals.train_ranker` from the pinned eval corpora."""
+
+
+class RankerModelError(LotsmanError):
+    """A ranker model file that cannot be used (missing, malformed, or trained on other features)."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One regression tree as arrays over its internal nodes; a child < 0 is leaf `~child`."""
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    """Leaf values (the learning rate already applied)."""
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        if len(self.feature) == 0:  # a tree without a split: one leaf
+            return np.full(len(x), float(self.value[0]))
+        out = np.empty(len(x))
+        node = np.zeros(len(x), dtype=np.int64)
+        active = np.arange(len(x))
+        while len(active):
+            at = node[active]
+            child = np.where(x[active, self.feature[at]] <= self.threshold[at], self.left[at], self.right[at])
+            leaf = child < 0
+            out[active[leaf]] = self.value[~child[leaf]]
+            node[active[~leaf]] = child[~leaf]
+            active = active[~leaf]
+        return out
+
+
+def rrf_prior(n: int, weight: float) -> np.ndarray:
+    """The prior score of `n` candidates in their fused (RRF) order: `weight / (position + 1)`."""
+    return weight / (np.arange(n) + 1.0)
+
+
+@dataclass(frozen=True)
+class LearnedRanker:
+    """A tree ensemble over `FEATURES` on top of the RRF prior."""
+
+    trees: tuple[Tree, ...]
+    features: tuple[str, ...]
+    prior_weight: float
+    meta: Mapping[str, Any]
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        """Scores of candidates given in fused order: the RRF prior plus the trees' sum."""
+        total = rrf_prior(len(x), self.prior_weight)
+        for tree in self.trees:
+            total += tree.predict(x)
+        return total
+
+    def order(self, rows: Sequence[EvidenceRow], query: RankQuery,
+              similarity: Mapping[str, float]) -> list[EvidenceRow]:
+        """The first `MAX_CANDIDATES` rows re-ordered by the model (its score in `scores["learned"]`), the
+        rest after them in their fused order."""
+        head, tail = list(rows[:MAX_CANDIDATES]), list(rows[MAX_CANDIDATES:])
+        if not head:
+            return tail
+        scores = self.score(candidate_features(head, query, similarity))
+        order = np.argsort(-scores, kind="stable")
+        ranked = [head[i].model_copy(update={"scores": {**head[i].scores, "learned": round(float(scores[i]), 5)}})
+                  for i in order]
+        return ranked + tail
+
+
+def parse_model(data: Mapping[str, Any], *, expected: Sequence[str] = FEATURES) -> LearnedRanker:
+    """Build a ranker from a model file's JSON, refusing one trained on other features."""
+    if data.get("format") != MODEL_FORMAT:
+        raise RankerModelError(f"ranker model format {data.get('format')!r} is not {MODEL_FORMAT!r}: "
+                               "retrain it with `python -m evals.train_ranker`")
+    features = tuple(data.get("features") or ())
+    if features != tuple(expected):
+        missing = [f for f in expected if f not in features]
+        extra = [f for f in features if f not in expected]
+        raise RankerModelError(
+            f"ranker model was trained on other features (missing {missing or '-'}, unknown {extra or '-'}"
+            f"{', other order' if not missing and not extra else ''}): retrain it with `python -m evals.train_ranker`")
+    try:
+        trees = tuple(Tree(feature=np.asarray(t["feature"], dtype=np.int64),
+                           threshold=np.asarray(t["threshold"], dtype=np.float64),
+                           left=np.asarray(t["left"], dtype=np.int64), right=np.asarray(t["right"], dtype=np.int64),
+                           value=np.asarray(t["value"], dtype=np.float64)) for t in data["trees"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RankerModelError(f"ranker model is malformed ({type(exc).__name__}: {exc}): retrain it") from None
+    prior = data.get("prior_weight")
+    if not isinstance(prior, int | float) or isinstance(prior, bool) or prior < 0:
+        raise RankerModelError(f"ranker model has no usable prior_weight ({prior!r}): retrain it")
+    for t in trees:
+        if len(t.feature) and (t.feature.max() >= len(features) or t.feature.min() < 0):
+            raise RankerModelError("ranker model splits on a feature it does not name: retrain it")
+    return LearnedRanker(trees=trees, features=features, prior_weight=float(prior), meta=dict(data.get("meta") or {}))
+
+
+@lru_cache(maxsize=4)
+def load_ranker(path: Path = MODEL_PATH) -> LearnedRanker:
+    """The model at `path` (the shipped one by default), read once per process."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RankerModelError(f"no ranker model at {path}: run `python -m evals.train_ranker` "
+                               "or use ranker=rrf") from None
+    except (OSError, ValueError) as exc:
+        raise RankerModelError(f"cannot read the ranker model {path}: {exc}") from None
+    return parse_model(data)
