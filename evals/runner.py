@@ -115,6 +115,7 @@ def run_jobs(jobs: Sequence[EvalJob], *, settings: Any, cache_dir: Path, retriev
     summaries = {name: {k: v for k, v in r.items() if k != "results"} for name, r in corpora.items()}
     embedders = sorted({r["embedder"] for r in corpora.values()})
     rows = [row for r in corpora.values() for row in r.get("results", [])]
-    return {"retriever": retriever, "ranker": next((r["ranker"] for r in corpora.values()), ranker or "rrf"),
+    used = {r.get("ranker") for r in corpora.values()} - {None}
+    return {"retriever": retriever, "ranker": ", ".join(sorted(used)) or ranker or "learned",
             "embedder": ", ".join(embedders), "answers": answers_of(deps), "corpora": corpora,
             "macro": macro(summaries, rows)}

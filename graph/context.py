@@ -30,9 +30,10 @@ class Context(BaseModel):
     retriever: Retriever = "full"
     """`full`: every lane of the route's plan, fused (the product); `vector` / `bm25`: the semantic or the
     lexical lane alone over every docs layer (the eval's plain baselines). Any other value is an error."""
-    ranker: Ranker = "rrf"
-    """How the full retriever orders the fused candidates: `rrf` (weighted reciprocal-rank fusion) or
-    `learned` (the LambdaRank model, `nodes/context_retrieval/learned_ranker.py`). Any other value is an error."""
+    ranker: Ranker = "learned"
+    """How the full retriever orders the fused candidates: `learned` (the LambdaRank model on top of the RRF
+    order, `nodes/context_retrieval/learned_ranker.py`) or `rrf` (weighted reciprocal-rank fusion alone, the
+    baseline). Any other value is an error."""
     use_llm: bool = Field(default=True, strict=True)
     """Use the chat model when one is configured (False forces the offline path)."""
     llm_timeout_s: float = Field(default=30.0, gt=0)

@@ -16,7 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
-from nodes.context_retrieval.adapter import RetrievalAdapter
+from nodes.context_retrieval.adapter import Ranker, RetrievalAdapter
 from nodes.intent_routing.models import RouteResult
 from nodes.retrieval_policy import CodePlan, RetrievalPlan
 from stores.layers import CODE_LAYERS, DOCS_LAYERS
@@ -42,6 +42,7 @@ class LotsmanRetriever(BaseRetriever):
         k: number of documents returned.
         planner: turns a query into plans (defaults to `broad_plans`; the graph passes router + policy).
         token_cap: token budget of the returned documents.
+        ranker: `learned` (the default, as in the graph) or `rrf`.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -51,6 +52,7 @@ class LotsmanRetriever(BaseRetriever):
     k: int = 4
     planner: Planner = broad_plans
     token_cap: int = 4096
+    ranker: Ranker = "learned"
 
     def _search(self, query: str, k: int) -> list[Document]:
         plan, code_plan, route = self.planner(query)
@@ -58,7 +60,7 @@ class LotsmanRetriever(BaseRetriever):
         result = self.adapter.fetch_rows(
             self.session, plan, code_plan, query, top_k=k, token_cap=self.token_cap,
             file_names=list(getattr(anchors, "file_names", []) or []),
-            terms=list(getattr(route, "target_terms", []) or []),
+            terms=list(getattr(route, "target_terms", []) or []), ranker=self.ranker,
         )
         docs = []
         for row in result.rows[:k]:

@@ -49,7 +49,7 @@ def test_the_server_sees_the_field_in_the_context_schema() -> None:
     assert schema["properties"]["retriever"]["enum"] == ["full", "vector", "bm25"]
 
 
-@pytest.mark.parametrize("context", [{"retriever": "nope"}, {"retriever": "bm25", "ranker": "rrf"}],
+@pytest.mark.parametrize("context", [{"retriever": "nope"}, {"retriever": "bm25", "reranker": "rrf"}],
                          ids=["unknown-value", "unknown-key"])
 async def test_graph_refuses_a_bad_retriever_before_any_node(context: dict[str, Any]) -> None:
     """In-process callers pass a dict like the server does; nothing runs (no database is configured)."""
@@ -58,7 +58,7 @@ async def test_graph_refuses_a_bad_retriever_before_any_node(context: dict[str, 
 
     deps = GraphDeps()
     graph = build_graph(deps)
-    with pytest.raises(InvalidInputError, match=r"^invalid run context: (retriever|ranker): "):
+    with pytest.raises(InvalidInputError, match=r"^invalid run context: (retriever|reranker): "):
         await graph.ainvoke({"messages": [HumanMessage("Что такое CORS?")]}, context=context)
     assert deps.db is None, "a node ran"
 
@@ -103,3 +103,19 @@ def test_retrieve_evidence_runs_the_chosen_lanes(retriever: Any, lanes: tuple[st
 def test_every_plain_retriever_is_a_context_value() -> None:
     assert set(PLAIN_LANES) | {"full"} == set(Context.model_fields["retriever"].annotation.__args__)
     assert plain_lanes("full") is None
+
+
+@pytest.mark.parametrize("value", ["learned", "rrf"])
+def test_the_ranker_field_takes_its_two_orders(value: str) -> None:
+    from graph.context import Context
+
+    assert Context(ranker=value).ranker == value
+    assert Context().ranker == "learned"  # the product's order; rrf is the baseline
+
+
+@pytest.mark.parametrize("value", ["nope", "LEARNED", 1])
+def test_an_unknown_ranker_is_one_line(value: object) -> None:
+    from graph.context import Context
+
+    with pytest.raises(InvalidInputError, match=r"^invalid run context: ranker: Input should be 'rrf' or 'learned'"):
+        Context(ranker=value)
