@@ -4,7 +4,9 @@
 (every question is a fresh one-turn conversation). Three warm-up questions first (they build the session
 bundle: alias index, symbols, stop lexemes), then each question once. End to end = wall time of
 `graph.ainvoke`; per node = the graph's own `timings_ms` (context_analysis runs only when retrieval found
-something relevant, so its n can be smaller).
+something relevant, so its n can be smaller). The learned ranker's cost: each question once more under
+`ranker=rrf` and once more under `learned`, interleaved, and the difference of their context_retrieval
+times per question (target ≤ 20 ms p95, issue 29).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from evals.bench.texts import QUESTIONS
 
 WARMUP = 3
 P50_TARGET_MS = 250.0
+RANKER_P95_TARGET_MS = 20.0
 
 
 def run(report: Report, ctx: Any) -> dict[str, Any]:
@@ -35,9 +38,9 @@ def run(report: Report, ctx: Any) -> dict[str, Any]:
     graph = build_graph(deps)
     context = Context(rag_session_id=session.name, use_llm=False)
 
-    async def ask(q: str) -> tuple[dict[str, Any], float]:
+    async def ask(q: str, run_context: Context = context) -> tuple[dict[str, Any], float]:
         t0 = time.perf_counter()
-        state = await graph.ainvoke({"messages": [HumanMessage(q)]}, context=context)
+        state = await graph.ainvoke({"messages": [HumanMessage(q)]}, context=run_context)
         return state, (time.perf_counter() - t0) * 1000
 
     async def main() -> list[tuple[dict[str, Any], float]]:
@@ -45,7 +48,16 @@ def run(report: Report, ctx: Any) -> dict[str, Any]:
             await ask(q)
         return [await ask(q) for q in questions]
 
+    async def ranker_cost() -> list[float]:
+        orders = {r: Context(rag_session_id=session.name, use_llm=False, ranker=r) for r in ("rrf", "learned")}
+        added = []
+        for q in questions:
+            got = {r: (await ask(q, c))[0]["timings_ms"]["context_retrieval"] for r, c in orders.items()}
+            added.append(got["learned"] - got["rrf"])
+        return added
+
     results = asyncio.run(main())
+    added = asyncio.run(ranker_cost())
     per_node: dict[str, list[float]] = {}
     for state, _ in results:
         for node, ms in (state.get("timings_ms") or {}).items():
@@ -66,4 +78,9 @@ def run(report: Report, ctx: Any) -> dict[str, Any]:
     ok = out["end_to_end_ms"]["p50"] <= P50_TARGET_MS
     out["target_p50_met"] = ok
     report.say(f"  target p50 ≤ {P50_TARGET_MS:.0f} ms end to end: {verdict(ok)}")
+    out["ranker_added_ms"] = summary(added)
+    ranker_ok = out["ranker_added_ms"]["p95"] <= RANKER_P95_TARGET_MS
+    out["ranker_target_p95_met"] = ranker_ok
+    report.say(f"  learned ranker: context_retrieval learned − rrf, same question {fmt_lat(out['ranker_added_ms'])}; "
+               f"target p95 ≤ {RANKER_P95_TARGET_MS:.0f} ms: {verdict(ranker_ok)}")
     return out

@@ -44,6 +44,7 @@ NO_SIMILARITY = 2.0
 
 _CYRILLIC = re.compile(r"[а-яё]", re.IGNORECASE)
 _WORD = re.compile(r"\w+", re.UNICODE)
+_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 _IDENTIFIER = re.compile(
     r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z]+_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|--?[a-z][a-z0-9-]+"
     r"|[A-Z][A-Z0-9_]{3,}")
@@ -67,19 +68,18 @@ class RankQuery:
 
 
 def cyrillic_share(text: str) -> float:
-    letters = [c for c in text if c.isalpha()]
-    return sum(1 for c in letters if _CYRILLIC.match(c)) / len(letters) if letters else 0.0
+    """Share of the letters of `text` that are Cyrillic (0 when it has none)."""
+    letters = len(_LETTER.findall(text))
+    return len(_CYRILLIC.findall(text)) / letters if letters else 0.0
 
 
-def _share_in(terms: Sequence[str], text: str) -> float:
-    if not terms:
-        return 0.0
-    low = text.lower()
-    return sum(1 for t in terms if t.lower() in low) / len(terms)
+def _share_in(terms: Sequence[str], low: str) -> float:
+    """Share of `terms` found in the lower-cased text `low`."""
+    return sum(1 for t in terms if t in low) / len(terms) if terms else 0.0
 
 
-def _stems(text: str) -> set[str]:
-    return {w[:STEM_CHARS] for w in _WORD.findall(text.lower()) if len(w) > 2}
+def _stems(words: Sequence[str]) -> set[str]:
+    return {w[:STEM_CHARS] for w in words if len(w) > 2}
 
 
 def _path_features(path: str) -> list[float]:
@@ -113,7 +113,13 @@ def candidate_features(rows: Sequence[EvidenceRow], query: RankQuery,
     fused = np.array([r.fused_score for r in rows])
     best_fused = float(fused.max()) or 1.0
     words = {t for t in _WORD.findall(query.text.lower()) if len(t) > 2}
-    texts = [set(_WORD.findall(f"{r.title} {r.content}".lower())) for r in rows]
+    terms = [t.lower() for t in query.key_terms]
+    # each row's text is lower-cased and split once: this loop is most of the ranker's cost
+    low_titles = [r.title.lower() for r in rows]
+    low_contents = [r.content.lower() for r in rows]
+    title_words = [_WORD.findall(t) for t in low_titles]
+    content_words = [_WORD.findall(c) for c in low_contents]
+    texts = [set(t).union(c) for t, c in zip(title_words, content_words, strict=True)]
     idf = {t: math.log((n + 1) / (sum(1 for d in texts if t in d) + 0.5)) for t in words}
     idf_total = sum(idf.values()) or 1.0
     overlap = np.array([sum(idf[t] for t in words if t in d) / idf_total for d in texts])
@@ -122,7 +128,7 @@ def candidate_features(rows: Sequence[EvidenceRow], query: RankQuery,
         files.setdefault(r.path, []).append(i)
     file_pos = {path: k for k, path in enumerate(files)}
     identifiers = set(_IDENTIFIER.findall(query.text))
-    query_stems = _stems(query.text)
+    query_stems = _stems(_WORD.findall(query.text.lower()))
     query_cyr = cyrillic_share(query.text)
     request = [float(query.find_files), float(query.code_plan), float(query.explicit_code), float(query.general)]
     out = np.zeros((n, len(FEATURES)))
@@ -135,8 +141,8 @@ def candidate_features(rows: Sequence[EvidenceRow], query: RankQuery,
             float(len(r.lanes)), 1.0 / (i + 1), 1.0 / (file_pos[r.path] + 1), fused[i] / best_fused,
             *(float(r.layer == layer) for layer in LAYERS),
             *_path_features(r.path),
-            _share_in(query.key_terms, r.title), _share_in(query.key_terms, r.content),
-            _share_in(query.key_terms, r.path), query_cyr, passage_cyr, abs(query_cyr - passage_cyr),
+            _share_in(terms, low_titles[i]), _share_in(terms, low_contents[i]),
+            _share_in(terms, r.path.lower()), query_cyr, passage_cyr, abs(query_cyr - passage_cyr),
             *request,
             cos[i] - best_cos, 1.0 / (cos_rank[i] + 1), lexical[i] / best_lexical, overlap[i],
             float(len(same)), float(cos[same].min()) - best_cos, float(lexical[same].max()) / best_lexical,
@@ -144,8 +150,8 @@ def candidate_features(rows: Sequence[EvidenceRow], query: RankQuery,
             (sum(1 for w in identifiers if w in r.content or w in r.title) / len(identifiers)) if identifiers
             else -1.0,
             float(len(identifiers)), float(len(name) > 2 and name in query.text.lower()),
-            len(query_stems & _stems(r.title)) / (len(query_stems) or 1),
-            len(query_stems & _stems(r.content)) / (len(query_stems) or 1),
+            len(query_stems & _stems(title_words[i])) / (len(query_stems) or 1),
+            len(query_stems & _stems(content_words[i])) / (len(query_stems) or 1),
             math.log1p(len(r.content)), float(r.title.count(".")), float(r.title.count(">")),
         ]
     return out
