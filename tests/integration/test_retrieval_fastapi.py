@@ -240,3 +240,21 @@ def test_every_row_has_provenance_across_questions(bundle: SessionBundle) -> Non
         result = retrieve(bundle, question).result
         assert result.rows, question
         assert len({r.id for r in result.rows}) == len(result.rows), question  # deduped
+
+
+# -- a paraphrase sharing no word with its page (issue 29) ------------------------------------------------
+
+PARAPHRASE = "allow requests from a frontend on another domain"
+"""The CORS page is Russian and says none of these words; pages that share them (frontend.md, using the
+request directly) rank above it."""
+
+
+@pytest.mark.xfail(strict=True, reason="issue 29 open: the CORS page ranks 3rd (learned) behind pages that share "
+                                       "the question's words; strict, so the day it ranks first this is noticed")
+@pytest.mark.parametrize("ranker", ["learned", "rrf"])
+def test_a_paraphrase_finds_its_page_first(bundle: SessionBundle, ranker: str) -> None:
+    route = bundle.router.route(PARAPHRASE)
+    plan, code_plan = resolve_plan(route), resolve_code_plan(route, bundle.symbols)
+    result = bundle.adapter.fetch_rows(bundle.session, plan, code_plan, PARAPHRASE, file_names=route.anchors.file_names,
+                                       terms=route.target_terms, ranker=ranker)  # type: ignore[arg-type]
+    assert distinct_files(result.rows)[0] == "docs/ru/docs/tutorial/cors.md"
