@@ -28,7 +28,14 @@ from stores.indexing.files import SkippedFile, SourceFile, collect_files, escape
 from stores.indexing.parsing import parse_file, parse_files
 from stores.indexing.records import ChunkRecord
 from stores.repository import RagRepository
-from stores.schema import build_vector_index, drop_vector_index, ensure_space, ensure_tables
+from stores.schema import (
+    build_vector_index,
+    chunk_table,
+    drop_vector_index,
+    ensure_space,
+    ensure_tables,
+    existing_spaces,
+)
 from stores.sessions import (
     RagSession,
     create_session,
@@ -373,7 +380,9 @@ def _run_job(db: Database, session: RagSession, kind: str,
     try:
         current = _check_not_deleted(db, session)
         with db.connection() as conn:  # a job killed between dropping the index and building it again
-            build_vector_index(conn, current.table, lock_timeout_ms=1000)
+            # (every space: a killed rebuild may have been loading another embedder's table)
+            for dim in existing_spaces(conn):
+                build_vector_index(conn, chunk_table(dim), lock_timeout_ms=1000)
             writer.discard_inactive(conn, current.rag_session_id, current.table, current.active_generation)
         with db.connection() as conn:
             job_id = jobs.start_job(conn, session.rag_session_id, kind)
@@ -385,13 +394,14 @@ def _run_job(db: Database, session: RagSession, kind: str,
             with db.connection() as conn:
                 jobs.record_counts(conn, job_id, report.counts())
         except KeyboardInterrupt:
-            if not job.committed:
-                _fail(db, job, INTERRUPTED_BY_USER)
+            # `job.committed` is set just after the commit returns: a Ctrl-C in between finds the row done
+            if not job.committed and _fail(db, job, INTERRUPTED_BY_USER):
                 raise
             raise IndexInterruptedError(
                 f"interrupted after the index job had committed: session '{session.name}' answers from its new "
                 f"index ({report.rows_written} rows written, job done); only the housekeeping after the commit "
-                "(statistics, stoplist) was skipped, and the next index job does it") from None
+                "was skipped (autovacuum redoes the statistics; the next index job that changes a file refreshes "
+                "the stoplist)") from None
         except BaseException as exc:
             if not job.committed:
                 _fail(db, job, f"{type(exc).__name__}: {exc}"[:2000])
@@ -401,14 +411,16 @@ def _run_job(db: Database, session: RagSession, kind: str,
         _release(db, lock, session)
 
 
-def _fail(db: Database, job: _Job, error: str) -> None:
-    """Mark the job failed; when the database itself is gone, leave it: the row stays `running` until the
-    next job or `lotsman sessions` finds nobody holding its lock and marks it interrupted."""
+def _fail(db: Database, job: _Job, error: str) -> bool:
+    """Mark the job failed unless it is already done; returns False when it was done (its rows committed).
+    When the database itself is gone, leave it: the row stays `running` until the next job or `lotsman
+    sessions` finds nobody holding its lock and marks it interrupted."""
     try:
         with db.connection() as conn:
-            jobs.fail_job(conn, job.job_id, counts=job.report.counts(), skipped=_skips(job.report), error=error)
+            return jobs.fail_job(conn, job.job_id, counts=job.report.counts(), skipped=_skips(job.report),
+                                 error=error)
     except (psycopg.Error, LotsmanError):
-        pass
+        return True
 
 
 def _skips(report: IndexReport) -> list[dict]:
@@ -436,10 +448,10 @@ def index_snapshot(
         report.files_seen = len(collected.files) + len(collected.skipped)
         report.skipped.extend(collected.skipped)
         current = get_session_fresh(db, session)
+        if not rebuild:  # a rebuild that won the lock first may have changed the session's embedder
+            current.check_embedder(embedder.name, embedder.dim)
         target = replace(current, embedder=embedder.name, embedding_dim=embedder.dim) if rebuild else current
         old, new = current.active_generation, current.active_generation + 1
-        with db.connection() as conn:
-            writer.discard_generation(conn, target.table, session.rag_session_id, new)  # a failed earlier run
         emb = _Embedder(embedder, batch_size, progress)
         prepared = _prepare(db, collected.files, embedder, report, emb, progress, parse_workers)
         report.files_indexed = len(prepared)
@@ -478,7 +490,12 @@ def index_changes(
             else:
                 sources.append(got)
         report.files_seen = len(upserts) + len(deletes)
-        generation = get_session_fresh(db, session).active_generation
+        # the session as it is under the lock: a rebuild that ran first may have moved it to another
+        # embedder's table, and writing through the object read before the lock would put the rows where no
+        # reader looks
+        current = get_session_fresh(db, session)
+        current.check_embedder(embedder.name, embedder.dim)
+        generation = current.active_generation
         emb = _Embedder(embedder, batch_size, progress)
         prepared = _prepare(db, sources, embedder, report, emb, progress, parse_workers)
         report.files_indexed = len(prepared)
@@ -487,8 +504,8 @@ def index_changes(
         # bad input never loses what is already indexed; the skip is reported on the job.
         skipped = {s.path for s in report.skipped}
         replaced = [*(p for p in upserts if p not in skipped), *deletes]
-        _write(db, session, generation, prepared, report, emb, replace_paths=replaced, job=job)
-        _analyze_after_load(db, session, report)
+        _write(db, current, generation, prepared, report, emb, replace_paths=replaced, job=job)
+        _analyze_after_load(db, current, report)
         if prepared or deletes:
             _refresh_stop_lexemes(db, session)
 

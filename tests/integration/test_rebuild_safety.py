@@ -255,3 +255,33 @@ def test_rows_no_reader_can_see_are_removed_by_the_next_job(db, tmp_path: Path, 
                      for t in ("rag_chunks_d64", "rag_chunks_d32"))
         delete_session(conn, session_name)
     assert ghosts == 0
+
+
+def test_a_changes_job_queued_behind_a_rebuild_refuses_the_old_embedder(db, tmp_path: Path, session_name: str) -> None:
+    """A diff computed against the session before another process rebuilt it with another embedder used to
+    write its rows into the old embedder's table, where no reader looks, and end `done`: the edit was lost.
+    Under the lock the job now reads the session as it is and refuses a mismatched embedder."""
+    from stores.embedders import FakeEmbeddings
+    from stores.errors import EmbedderMismatchError
+    from stores.indexing.service import index_changes, index_repository
+    from stores.sessions import get_session
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nalpha text here.\n")
+    index_repository(db, tmp_path, session_name=session_name, embedder=FakeEmbeddings(64), parse_workers=0)
+    with db.connection() as conn:
+        stale = get_session(conn, session_name)
+    index_repository(db, tmp_path, session_name=session_name, embedder=FakeEmbeddings(32), parse_workers=0,
+                     rebuild=True)
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nbeta zeta changed text.\n")
+    with pytest.raises(EmbedderMismatchError):
+        index_changes(db, stale, tmp_path, ["docs/a.md"], [], FakeEmbeddings(64), parse_workers=0)
+    with db.connection() as conn:
+        current = get_session(conn, session_name)
+        stray = conn.execute("SELECT count(*) FROM rag_chunks_d64 WHERE rag_session_id = %s",
+                             (current.rag_session_id,)).fetchone()[0]
+        statuses = [r[0] for r in conn.execute("SELECT status FROM rag_index_jobs WHERE rag_session_id = %s "
+                                               "ORDER BY started_at", (current.rag_session_id,)).fetchall()]
+    assert current.embedding_dim == 32
+    assert stray == 0  # nothing written where no reader looks
+    assert statuses[-1] == "failed"
