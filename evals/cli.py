@@ -14,8 +14,7 @@ from typing import Any, get_args
 
 from evals.suites import SUITES, EvalJob, Split, select
 from graph.cli_commands import session_name
-from nodes.context_retrieval.adapter import Ranker
-from nodes.context_retrieval.strategy import Retriever
+from nodes.context_retrieval.choices import Ranker, Retriever
 from stores.errors import LotsmanError
 
 
@@ -30,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="write the JSON report (per corpus, macro, per case) here")
     p.add_argument("--retriever", choices=get_args(Retriever), default="full")
     p.add_argument("--ranker", choices=get_args(Ranker), default=None,
-                   help="order of the fused candidates (default: the run context's, rrf)")
+                   help="order of the fused candidates (default: the run context's, learned)")
     p.add_argument("--embedder", help="embedder for the eval sessions (default: settings)")
     p.add_argument("--session", type=session_name, help="session name for DATASET (default: eval-<corpus>-<embedder>)")
     p.add_argument("--limit", type=int, help="only the first N cases of each dataset")

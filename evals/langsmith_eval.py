@@ -130,7 +130,7 @@ def upload_and_evaluate(dataset_path: Path, report: dict[str, Any], settings: An
 
         from graph.builder import build_graph
 
-        graph = build_graph(eval_deps(settings, report["retriever"], llm), checkpointer=InMemorySaver())
+        graph = build_graph(eval_deps(settings, llm), checkpointer=InMemorySaver())
         context = eval_context(report["session"], report["retriever"], settings, report.get("ranker"))
     name = upload_dataset(client, dataset_path)
     offline = {key: report.get(key) for _, key in METRICS}

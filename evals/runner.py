@@ -18,6 +18,7 @@ from evals.scoring import score_case
 from evals.suites import EvalJob, assemble_corpus
 from evals.summary import aggregate, macro
 from evals.wiring import eval_context, eval_deps
+from nodes.context_retrieval.choices import DEFAULT_RANKER
 from stores.errors import LotsmanError
 
 
@@ -71,7 +72,7 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
 
     if not corpus.is_dir():
         raise LotsmanError(f"corpus not found: {corpus}")
-    deps = deps or eval_deps(settings, retriever, llm)
+    deps = deps or eval_deps(settings, llm)
     emb = deps.embedder or make_embedder(embedder or settings.embedder, settings)
     session = session or session_name(label or corpus.resolve().name, emb.name)
     t0 = time.perf_counter()
@@ -103,7 +104,7 @@ def run_jobs(jobs: Sequence[EvalJob], *, settings: Any, cache_dir: Path, retriev
     """
     for job in jobs:
         load_dataset(job.dataset)
-    deps = deps or eval_deps(settings, retriever, llm)  # one pool and embedder cache for all corpora
+    deps = deps or eval_deps(settings, llm)  # one pool and embedder cache for all corpora
     corpora: dict[str, dict[str, Any]] = {}
     for job in jobs:
         corpus = job.corpus or assemble_corpus(job.suite, cache_dir)  # type: ignore[arg-type]
@@ -116,6 +117,6 @@ def run_jobs(jobs: Sequence[EvalJob], *, settings: Any, cache_dir: Path, retriev
     embedders = sorted({r["embedder"] for r in corpora.values()})
     rows = [row for r in corpora.values() for row in r.get("results", [])]
     used = {r.get("ranker") for r in corpora.values()} - {None}
-    return {"retriever": retriever, "ranker": ", ".join(sorted(used)) or ranker or "learned",
+    return {"retriever": retriever, "ranker": ", ".join(sorted(used)) or ranker or DEFAULT_RANKER,
             "embedder": ", ".join(embedders), "answers": answers_of(deps), "corpora": corpora,
             "macro": macro(summaries, rows)}

@@ -13,7 +13,7 @@ from graph.deps import GraphDeps, make_chat_model
 from stores.errors import LotsmanError
 
 
-def eval_deps(settings: Any, retriever: str, llm: bool = False) -> GraphDeps:
+def eval_deps(settings: Any, llm: bool = False) -> GraphDeps:
     """Graph dependencies for an eval run.
 
     Offline by default (no chat model, even with GigaChat credentials set), so evals measure the

@@ -7,8 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graph.errors import client_visible, validation_message
-from nodes.context_retrieval.adapter import Ranker
-from nodes.context_retrieval.strategy import Retriever
+from nodes.context_retrieval.choices import DEFAULT_RANKER, Ranker, Retriever
 from stores.errors import InvalidInputError
 
 
@@ -30,7 +29,7 @@ class Context(BaseModel):
     retriever: Retriever = "full"
     """`full`: every lane of the route's plan, fused (the product); `vector` / `bm25`: the semantic or the
     lexical lane alone over every docs layer (the eval's plain baselines). Any other value is an error."""
-    ranker: Ranker = "learned"
+    ranker: Ranker = DEFAULT_RANKER
     """How the full retriever orders the fused candidates: `learned` (the LambdaRank model on top of the RRF
     order, `nodes/context_retrieval/learned_ranker.py`) or `rrf` (weighted reciprocal-rank fusion alone, the
     baseline). Any other value is an error."""

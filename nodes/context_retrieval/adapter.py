@@ -11,11 +11,12 @@ import posixpath
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.embeddings import Embeddings
 
 from nodes.context_retrieval.bridge import code_names, doc_identifiers
+from nodes.context_retrieval.choices import DEFAULT_RANKER, Ranker
 from nodes.context_retrieval.fusion import DEFAULT_LANE_WEIGHTS
 from nodes.context_retrieval.gate import GateDecision, GateThresholds, named_terms
 from nodes.context_retrieval.learned_ranker import LearnedRanker, load_ranker
@@ -67,8 +68,7 @@ def catalog_only(plan: RetrievalPlan) -> bool:
 
 
 T = TypeVar("T")
-Ranker = Literal["rrf", "learned"]
-"""How the fused candidates are ordered (`Context.ranker`): weighted RRF, or the learned ranker."""
+
 
 
 class InlineExecutor(Executor):
@@ -168,7 +168,7 @@ class RetrievalAdapter:
         self, session: RagSession, plan: RetrievalPlan, code_plan: CodePlan | None, query: str, *,
         file_names: Sequence[str] = (), terms: Sequence[str] = (), gate_terms: Sequence[str] | None = None,
         top_k: int = 12, token_cap: int = 4096, lanes_enabled: Sequence[str] | None = None,
-        ranker: Ranker = "rrf",
+        ranker: Ranker = DEFAULT_RANKER,
     ) -> RetrievalResult:
         """Run every lane of the plan and merge them.
 
@@ -194,8 +194,12 @@ class RetrievalAdapter:
                                      lanes_enabled=lanes_enabled)
         learned = self._learned() if ranker == "learned" and lanes_enabled is None else None
         if learned is not None:
-            gathered.similarity = _timed(gathered.timings_ms, "similarity",
-                                         lambda: self._similarity(session, gathered, query))
+            try:
+                gathered.similarity = _timed(gathered.timings_ms, "similarity",
+                                             lambda: self._similarity(session, gathered, query))
+            except LaneBudgetExceeded:  # like a slow lane: the question is answered in the RRF order
+                gathered.timings_ms["similarity:cancelled"] = gathered.timings_ms.get("similarity", 0.0)
+                learned = None
         t0 = time.perf_counter()
         key = list(gate_terms) if gate_terms is not None else key_terms(query, terms)
         spec = MergeSpec(

@@ -45,21 +45,6 @@ class Tree:
     value: np.ndarray
     """Leaf values (the learning rate already applied)."""
 
-    def predict(self, x: np.ndarray) -> np.ndarray:
-        if len(self.feature) == 0:  # a tree without a split: one leaf
-            return np.full(len(x), float(self.value[0]))
-        out = np.empty(len(x))
-        node = np.zeros(len(x), dtype=np.int64)
-        active = np.arange(len(x))
-        while len(active):
-            at = node[active]
-            child = np.where(x[active, self.feature[at]] <= self.threshold[at], self.left[at], self.right[at])
-            leaf = child < 0
-            out[active[leaf]] = self.value[~child[leaf]]
-            node[active[~leaf]] = child[~leaf]
-            active = active[~leaf]
-        return out
-
 
 def rrf_prior(n: int, weight: float) -> np.ndarray:
     """The prior score of `n` candidates in their fused (RRF) order: `weight / (position + 1)`."""

@@ -187,15 +187,19 @@ def merge_lanes(gathered: GatheredLanes, spec: MergeSpec) -> RetrievalResult:
 
     With the learned ranker the gate still reads the RRF order it was calibrated on (re-ordered rows passed
     nearly every unanswerable dev question: abstention recall 0.43 → 0.34), and the learned order is spread
-    over files as RRF's is (`spread_files`), so the capped evidence keeps its breadth.
+    over files as RRF's is (`spread_files`), so the capped evidence keeps its breadth; a code request's
+    reserved code slot is kept.
     """
     ranked = rank_rows(gathered.lanes, spec)
     absent = gathered.absent_names if ranked else []
     decision = relevance_gate(ranked, list(spec.key_terms), thresholds=spec.gate, query=spec.query,
                               absent_names=absent, named_files=spec.file_names, overview=spec.overview)
     if spec.ranker is not None and not spec.plain:
-        ranked = spread_files(spec.ranker.order(ranked, spec.rank_query or RankQuery(spec.query, spec.key_terms),
-                                                gathered.similarity))
+        learned = spread_files(spec.ranker.order(ranked, spec.rank_query or RankQuery(spec.query, spec.key_terms),
+                                                 gathered.similarity))
+        # a code request keeps its reserved code slot whatever the model thinks (SPEC §10)
+        explicit = spec.code_plan is not None and spec.code_plan.explicit
+        ranked = reserve_slot(learned, code_slot(spec.code_plan), files=EXPLICIT_CODE_FILES if explicit else 1)
     rows = apply_token_cap(ranked[: max(spec.top_k, spec.plan_limit)], spec.token_cap)
     return RetrievalResult(rows=rows, relevant=decision.passed, gate=decision,
                            lane_sizes={k: len(v) for k, v in gathered.lanes.items()},

@@ -1,9 +1,10 @@
 """Features of the learned ranker (pure): one vector per fused candidate, read off the lanes and the text.
 
 The trainer (`evals/train_ranker.py`) and the ranker at run time call the same `candidate_features`, so the
-model sees at run time exactly what it was trained on. Every feature is either bounded or relative to the
-request's own candidates (a distance minus the best distance, a lexical score over the best one): raw scores
-differ between corpora, embedders and languages, relative ones transfer.
+model sees at run time exactly what it was trained on. Scores enter relative to the request's own candidates
+(a distance minus the best distance, a lexical score over the best one): raw scores differ between corpora,
+embedders and languages, relative ones transfer. The few raw counts (path depth, rows of a file, identifiers
+in the question, text length, title separators) do not depend on the embedder.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
-from nodes.context_retrieval.adapter import Ranker, RetrievalAdapter
+from nodes.context_retrieval.adapter import RetrievalAdapter
+from nodes.context_retrieval.choices import DEFAULT_RANKER, Ranker
 from nodes.intent_routing.models import RouteResult
 from nodes.retrieval_policy import CodePlan, RetrievalPlan
 from stores.layers import CODE_LAYERS, DOCS_LAYERS
@@ -52,7 +53,7 @@ class LotsmanRetriever(BaseRetriever):
     k: int = 4
     planner: Planner = broad_plans
     token_cap: int = 4096
-    ranker: Ranker = "learned"
+    ranker: Ranker = DEFAULT_RANKER
 
     def _search(self, query: str, k: int) -> list[Document]:
         plan, code_plan, route = self.planner(query)

@@ -9,16 +9,13 @@ the gate and the token cap stay, so the answer stages see the same kind of evide
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
 
-from nodes.context_retrieval.adapter import Ranker, RetrievalAdapter
+from nodes.context_retrieval.adapter import RetrievalAdapter
+from nodes.context_retrieval.choices import DEFAULT_RANKER, Ranker, Retriever
 from nodes.context_retrieval.merge import RetrievalResult
 from nodes.context_retrieval.retriever import broad_plans
 from nodes.retrieval_policy import CodePlan, RetrievalPlan
 from stores.sessions import RagSession
-
-Retriever = Literal["full", "vector", "bm25"]
-"""The retrievals a run can ask for (`Context.retriever`, `lotsman eval --retriever`)."""
 
 PLAIN_LANES: Mapping[str, tuple[str, ...]] = {"vector": ("semantic",), "bm25": ("lexical",)}
 """The one lane each plain baseline runs; `full` is not plain."""
@@ -30,7 +27,7 @@ def plain_lanes(retriever: Retriever) -> tuple[str, ...] | None:
 
 
 def retrieve_evidence(adapter: RetrievalAdapter, session: RagSession, query: str, plan: RetrievalPlan,
-                      code_plan: CodePlan | None, *, retriever: Retriever = "full", ranker: Ranker = "rrf",
+                      code_plan: CodePlan | None, *, retriever: Retriever = "full", ranker: Ranker = DEFAULT_RANKER,
                       file_names: Sequence[str] = (),
                       gate_terms: Sequence[str] | None = None, top_k: int = 12, token_cap: int = 4096,
                       ) -> RetrievalResult:

@@ -66,3 +66,15 @@ def test_plain_baselines_ignore_the_ranker() -> None:
     spec = MergeSpec(query="how to enable cors", key_terms=["cors"], plain=True, ranker=ranker_preferring("rr_lexical"))
     plain = merge_lanes(GatheredLanes(lanes=dict(LANES)), spec)
     assert all("learned" not in r.scores for r in plain.rows)
+
+
+def test_a_code_request_keeps_its_reserved_code_slot_under_the_model() -> None:
+    from nodes.retrieval_policy import CodePlan
+
+    code = {**row("k", "pkg/cors.py", content="class CORSMiddleware", distance=0.6), "layer": "C1_SYMBOL_CATALOG"}
+    lanes = {"semantic": [row("a", "docs/a.md", distance=0.2), row("b", "docs/b.md", distance=0.3), code]}
+    explicit = CodePlan(terms=["CORSMiddleware"], reason="words: реализация", explicit=True)
+    # the model prefers prose rows (+10 for the D0 layer), yet "where in the code" still leads with code
+    spec = MergeSpec(query="где в коде CORSMiddleware", code_plan=explicit, ranker=ranker_preferring("layer_D0"))
+    got = merge_lanes(GatheredLanes(lanes=lanes, similarity={"a": 0.2, "b": 0.3, "k": 0.6}), spec)
+    assert [r.path for r in got.rows] == ["pkg/cors.py", "docs/a.md", "docs/b.md"]
