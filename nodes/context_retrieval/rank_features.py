@@ -40,6 +40,10 @@ FEATURES: tuple[str, ...] = (
 )
 """Names of the columns, in order; a model file records them and is refused when they differ."""
 
+MAX_QUERY_CHARS = 1000
+"""The request text the features read (eval questions are under 150 characters). The identifier pattern
+backtracks over a long run of letters: on a 100 kB one-word query it took minutes."""
+
 NO_SIMILARITY = 2.0
 """Cosine distance of a row without an embedding (distances run 0-2)."""
 
@@ -103,6 +107,7 @@ def candidate_features(rows: Sequence[EvidenceRow], query: RankQuery,
     n = len(rows)
     if n == 0:
         return np.zeros((0, len(FEATURES)))
+    text = query.text[:MAX_QUERY_CHARS]
     known = [similarity[r.id] for r in rows if r.id in similarity]
     worst = max(known) if known else NO_SIMILARITY
     cos = np.array([similarity.get(r.id, min(NO_SIMILARITY, worst + 0.05)) for r in rows])
@@ -113,7 +118,7 @@ def candidate_features(rows: Sequence[EvidenceRow], query: RankQuery,
     best_lexical = float(lexical.max()) or 1.0
     fused = np.array([r.fused_score for r in rows])
     best_fused = float(fused.max()) or 1.0
-    words = {t for t in _WORD.findall(query.text.lower()) if len(t) > 2}
+    words = {t for t in _WORD.findall(text.lower()) if len(t) > 2}
     terms = [t.lower() for t in query.key_terms]
     # each row's text is lower-cased and split once: this loop is most of the ranker's cost
     low_titles = [r.title.lower() for r in rows]
@@ -128,9 +133,10 @@ def candidate_features(rows: Sequence[EvidenceRow], query: RankQuery,
     for i, r in enumerate(rows):
         files.setdefault(r.path, []).append(i)
     file_pos = {path: k for k, path in enumerate(files)}
-    identifiers = set(_IDENTIFIER.findall(query.text))
-    query_stems = _stems(_WORD.findall(query.text.lower()))
-    query_cyr = cyrillic_share(query.text)
+    identifiers = set(_IDENTIFIER.findall(text))
+    query_stems = _stems(_WORD.findall(text.lower()))
+    query_cyr = cyrillic_share(text)
+    low_text = text.lower()
     request = [float(query.find_files), float(query.code_plan), float(query.explicit_code), float(query.general)]
     out = np.zeros((n, len(FEATURES)))
     for i, r in enumerate(rows):
@@ -150,7 +156,7 @@ def candidate_features(rows: Sequence[EvidenceRow], query: RankQuery,
             float(overlap[same].max()), float(fused[same].sum()) / best_fused,
             (sum(1 for w in identifiers if w in r.content or w in r.title) / len(identifiers)) if identifiers
             else -1.0,
-            float(len(identifiers)), float(len(name) > 2 and name in query.text.lower()),
+            float(len(identifiers)), float(len(name) > 2 and name in low_text),
             len(query_stems & _stems(title_words[i])) / (len(query_stems) or 1),
             len(query_stems & _stems(content_words[i])) / (len(query_stems) or 1),
             math.log1p(len(r.content)), float(r.title.count(".")), float(r.title.count(">")),

@@ -100,3 +100,13 @@ def test_features_do_not_depend_on_absolute_distances() -> None:
     shifted = {k: v + 0.3 for k, v in SIMILARITY.items()}
     a, b = candidate_features(ROWS, QUERY, SIMILARITY), candidate_features(ROWS, QUERY, shifted)
     assert a == pytest.approx(b)
+
+
+def test_a_huge_one_word_query_is_read_only_up_to_its_cap() -> None:
+    """`retrieve` must survive a 100 kB question (the identifier pattern backtracks over long letter runs);
+    the features read its first MAX_QUERY_CHARS characters, so a long query and its head score alike."""
+    from nodes.context_retrieval.rank_features import MAX_QUERY_CHARS
+
+    huge = "a" * 100_000
+    got = candidate_features(ROWS, RankQuery(huge), SIMILARITY)
+    assert got == pytest.approx(candidate_features(ROWS, RankQuery(huge[:MAX_QUERY_CHARS]), SIMILARITY))
