@@ -95,7 +95,7 @@ def collect(corpus_name: str, corpus: Path, dataset: Path, settings: Any, deps: 
         query = RankQuery(question, terms, find_files=plan.profile == RetrievalProfile.FILE_LOOKUP,
                           code_plan=code_plan is not None, explicit_code=code_plan is not None and code_plan.explicit,
                           general=plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY)
-        similarity = adapter._similarity(bundle.session, gathered, question)
+        similarity = adapter.candidate_similarity(bundle.session, gathered, question)
         gold = set(case["gold_paths"])
         labels = [(2 if any(fact_in_text(f, r.content) for f in case["key_facts"]) else 1) if r.path in gold else 0
                   for r in rows]

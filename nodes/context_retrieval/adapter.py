@@ -196,7 +196,7 @@ class RetrievalAdapter:
         if learned is not None:
             try:
                 gathered.similarity = _timed(gathered.timings_ms, "similarity",
-                                             lambda: self._similarity(session, gathered, query))
+                                             lambda: self.candidate_similarity(session, gathered, query))
             except LaneBudgetExceeded:  # like a slow lane: the question is answered in the RRF order
                 gathered.timings_ms["similarity:cancelled"] = gathered.timings_ms.get("similarity", 0.0)
                 learned = None
@@ -223,7 +223,7 @@ class RetrievalAdapter:
             self.learned_ranker = load_ranker()
         return self.learned_ranker
 
-    def _similarity(self, session: RagSession, gathered: GatheredLanes, query: str) -> dict[str, float]:
+    def candidate_similarity(self, session: RagSession, gathered: GatheredLanes, query: str) -> dict[str, float]:
         """Every candidate's cosine distance to the request: the lanes' own where they carry one, one
         primary-key read for the rest (rows only the lexical, code or path lanes found)."""
         known: dict[str, float] = {}
