@@ -70,7 +70,6 @@ def catalog_only(plan: RetrievalPlan) -> bool:
 T = TypeVar("T")
 
 
-
 class InlineExecutor(Executor):
     """Runs each lane on the calling thread: for a retriever used on its own, without a shared pool."""
 
