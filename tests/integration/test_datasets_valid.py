@@ -45,6 +45,11 @@ def corpus_of(suite: Suite) -> Path:
     if suite.name == "fastapi-ru" and not base:  # where tests/conftest.py's fastapi_corpus puts it
         dest = Path(os.environ.get("LOTSMAN_FASTAPI_CORPUS", Path(tempfile.gettempdir()) / "lotsman-fastapi-ru"))
     script = (REPO_ROOT / str(suite.assemble)).resolve()
+    if suite.name == "fastapi-ru" and os.environ.get("LOTSMAN_FASTAPI_ASSEMBLE"):  # as tests/conftest.py reads it
+        script = Path(os.environ["LOTSMAN_FASTAPI_ASSEMBLE"])
+    if not script.exists() and dest.is_dir() and any(dest.iterdir()):
+        _assembled[suite.name] = dest  # assembled earlier (the scripts are idempotent): as the fixtures do
+        return dest
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     proc = (subprocess.run(["bash", str(script), str(dest)], capture_output=True, text=True, env=env, check=False,
                            timeout=600) if script.exists() else None)
