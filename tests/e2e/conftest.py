@@ -7,10 +7,17 @@ run gets a fresh data dir, so session names only need to be unique within a run.
 from __future__ import annotations
 
 import os
+import signal
+import socket
+import subprocess
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,3 +154,90 @@ def offline_env(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Callab
         return env
 
     return make
+
+
+# --- a `langgraph dev` server started by a test --------------------------------------------------------------
+READY_TIMEOUT_S = 90.0
+
+
+class DevServer:
+    """A running `langgraph dev` subprocess and its log file."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
+        self.proc, self.url, self.log = proc, url, log
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+def _wait_ready(server: DevServer) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            break
+        try:
+            if httpx.get(f"{server.url}/ok", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    print(f"--- langgraph dev log ({server.log}) ---\n{server.log_text()}")
+    pytest.fail(f"langgraph dev not ready within {READY_TIMEOUT_S:.0f}s (exit code {server.proc.poll()})")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)  # our own process group (start_new_session=True)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+
+
+@contextmanager
+def running_dev_server(env: dict[str, str], log_dir: Path) -> Iterator[DevServer]:
+    """`langgraph dev` on a free local port with `env`, ready to answer; stopped (its whole group) on exit."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = log_dir / "server.log"
+    # --no-reload: other people edit the repo while tests run; a hot reload would restart the server mid-test.
+    cmd = [str(VENV_BIN / "langgraph"), "dev", "--no-browser", "--no-reload", "--port", str(port),
+           "--host", "127.0.0.1"]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    server = DevServer(proc, f"http://127.0.0.1:{port}", log)
+    try:
+        _wait_ready(server)
+        yield server
+    finally:
+        _stop(proc)
+
+
+# --- the real CLI against a scripted fake GigaChat ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def scripted_gigachat() -> Iterator[Any]:
+    """A fake GigaChat server (module-wide) whose chat answers follow `test_gigachat_path.Script`."""
+    from tests.e2e.test_gigachat_path import Script
+    from tests.fakes.gigachat_server import FakeGigaChatServer
+
+    with FakeGigaChatServer() as srv:
+        srv.chat_handler = Script()
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def gigachat_cli(offline_env: Callable[..., dict[str, str]],
+                 scripted_gigachat: Any) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`gigachat_cli(*args)`: the installed `lotsman` with GIGACHAT_* pointing at `scripted_gigachat`."""
+    env = offline_env(**scripted_gigachat.env())  # GIGACHAT_BASE_URL/AUTH_URL/CREDENTIALS/SCOPE/MODEL/VERIFY_SSL_CERTS
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(VENV_BIN / "lotsman"), *args], capture_output=True, text=True, env=env,
+                              cwd=ROOT, timeout=180)
+
+    return run
+

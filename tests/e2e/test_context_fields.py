@@ -6,60 +6,24 @@ langgraph-api keeps only the context keys the graph's context schema lists; befo
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from langgraph_sdk import get_client
 
-from tests.e2e.conftest import ROOT, VENV_BIN
+from tests.e2e.conftest import running_dev_server
 
-READY_TIMEOUT_S = 90.0
 QUESTION = {"messages": [{"role": "human", "content": "Как настроить CORSMiddleware?"}]}
 
 
 @pytest.fixture(scope="module")
 def server_url(offline_env: Callable[..., dict[str, str]], tmp_path_factory: pytest.TempPathFactory,
                db) -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    log = tmp_path_factory.mktemp("context-fields-server") / "server.log"
-    # --no-reload: other people edit the repo while tests run; a reload would restart the server mid-test.
-    cmd = [str(VENV_BIN / "langgraph"), "dev", "--no-browser", "--no-reload", "--port", str(port),
-           "--host", "127.0.0.1"]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=offline_env(LOTSMAN_EMBEDDER="fake"), stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not _ready(url):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"langgraph dev not ready (exit code {proc.poll()}):\n{log.read_text(errors='replace')}")
-            time.sleep(0.3)
-        yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # our own process group (start_new_session=True)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
-
-
-def _ready(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/ok", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
+    with running_dev_server(offline_env(LOTSMAN_EMBEDDER="fake"),
+                            tmp_path_factory.mktemp("context-fields-server")) as server:
+        yield server.url
 
 
 @pytest.fixture(scope="module")

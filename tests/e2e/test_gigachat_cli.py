@@ -7,33 +7,11 @@ import base64
 import json
 import subprocess
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from tests.e2e.conftest import ROOT, VENV_BIN
-from tests.e2e.test_gigachat_path import Script
 from tests.fakes.gigachat_server import FakeGigaChatServer
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeGigaChatServer]:
-    with FakeGigaChatServer() as srv:
-        srv.chat_handler = Script()
-        yield srv
-
-
-@pytest.fixture(scope="module")
-def gigachat_cli(offline_env: Callable[..., dict[str, str]],
-                 server: FakeGigaChatServer) -> Callable[..., subprocess.CompletedProcess[str]]:
-    env = offline_env(**server.env())  # GIGACHAT_BASE_URL/AUTH_URL/CREDENTIALS/SCOPE/MODEL/VERIFY_SSL_CERTS
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(VENV_BIN / "lotsman"), *args], capture_output=True, text=True, env=env,
-                              cwd=ROOT, timeout=180)
-
-    return run
 
 
 def assert_no_secrets(server: FakeGigaChatServer, *outputs: str) -> None:
@@ -43,14 +21,14 @@ def assert_no_secrets(server: FakeGigaChatServer, *outputs: str) -> None:
 
 
 def test_index_and_ask_with_gigachat_through_the_cli(gigachat_cli: Callable[..., subprocess.CompletedProcess[str]],
-                                                     server: FakeGigaChatServer, small_corpus: Path) -> None:
+                                                     scripted_gigachat: FakeGigaChatServer, small_corpus: Path) -> None:
     session = f"giga-{uuid.uuid4().hex[:6]}"
 
     index = gigachat_cli("index", str(small_corpus), "--session", session, "--embedder", "gigachat", "--json")
     assert index.returncode == 0, index.stderr
     report = json.loads(index.stdout)
     assert report["files_indexed"] == 5 and report["embedded"] > 0
-    embedded = [r for r in server.requests if r.path.endswith("/embeddings")]
+    embedded = [r for r in scripted_gigachat.requests if r.path.endswith("/embeddings")]
     assert embedded and all(len(r.json["input"]) <= 16 for r in embedded), "embeddings are sent in batches"
 
     ask = gigachat_cli("ask", "Как настроить CORS в приложении?", "--session", session, "--json")
@@ -60,14 +38,14 @@ def test_index_and_ask_with_gigachat_through_the_cli(gigachat_cli: Callable[...,
     assert "CORSMiddleware" in out["answer"] and out["citations"]
     assert "без LLM" not in out["answer"], "answered by the LLM: no offline note"
     assert all(c["path"] == "docs/cors.md" for c in out["citations"]), "only verified citations are kept"
-    kinds = {("function" if r.json.get("functions") else "answer") for r in server.chat_requests}
+    kinds = {("function" if r.json.get("functions") else "answer") for r in scripted_gigachat.chat_requests}
     assert kinds == {"function", "answer"}, "the router and the answer both went to GigaChat"
-    assert_no_secrets(server, index.stdout, index.stderr, ask.stdout, ask.stderr)
+    assert_no_secrets(scripted_gigachat, index.stdout, index.stderr, ask.stdout, ask.stderr)
 
 
 def test_gigachat_without_a_model_is_one_line(offline_env: Callable[..., dict[str, str]],
-                                              server: FakeGigaChatServer) -> None:
-    env = {k: v for k, v in offline_env(**server.env()).items() if k != "GIGACHAT_MODEL"}
+                                              scripted_gigachat: FakeGigaChatServer) -> None:
+    env = {k: v for k, v in offline_env(**scripted_gigachat.env()).items() if k != "GIGACHAT_MODEL"}
     proc = subprocess.run([str(VENV_BIN / "lotsman"), "ask", "x", "--session", "none"], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=120)
     assert proc.returncode != 0

@@ -7,10 +7,6 @@ embedder. Flow: index a small Russian corpus through `lotsman_index`, then two t
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,66 +17,14 @@ import pytest
 from langgraph_sdk import get_client
 
 from graph.builder import STAGES
-from tests.e2e.conftest import CORS_DISABLE_LINES, ROOT, SMALL_CORPUS, VENV_BIN, cited_paths, covers
-
-READY_TIMEOUT_S = 90.0
-
-
-class DevServer:
-    """A running `langgraph dev` subprocess and its log file."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
-        self.proc, self.url, self.log = proc, url, log
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-
-def _wait_ready(server: DevServer) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if server.proc.poll() is not None:
-            break
-        try:
-            if httpx.get(f"{server.url}/ok", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    print(f"--- langgraph dev log ({server.log}) ---\n{server.log_text()}")
-    pytest.fail(f"langgraph dev not ready within {READY_TIMEOUT_S:.0f}s (exit code {server.proc.poll()})")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)  # our own process group (start_new_session=True)
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=5)
+from tests.e2e.conftest import CORS_DISABLE_LINES, SMALL_CORPUS, DevServer, cited_paths, covers, running_dev_server
 
 
 @pytest.fixture(scope="module")
 def dev_server(offline_env: Callable[..., dict[str, str]], tmp_path_factory: pytest.TempPathFactory,
                db) -> Iterator[DevServer]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    log = tmp_path_factory.mktemp("langgraph-dev") / "server.log"
-    exe = VENV_BIN / "langgraph"
-    # --no-reload: other people edit the repo while tests run; a hot reload would restart the server mid-test.
-    cmd = [str(exe), "dev", "--no-browser", "--no-reload", "--port", str(port), "--host", "127.0.0.1"]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=offline_env(LOTSMAN_EMBEDDER="use"), stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    server = DevServer(proc, f"http://127.0.0.1:{port}", log)
-    try:
-        _wait_ready(server)
+    with running_dev_server(offline_env(LOTSMAN_EMBEDDER="use"), tmp_path_factory.mktemp("langgraph-dev")) as server:
         yield server
-    finally:
-        _stop(proc)
 
 
 def human(text: str) -> dict[str, object]:

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -63,3 +63,16 @@ def indexed_session(db, root: Path, prefix: str, embedder):  # type: ignore[no-u
     yield found
     with db.connection() as conn:
         delete_session(conn, name)
+
+
+@pytest.fixture
+def cli_on_test_db(monkeypatch: pytest.MonkeyPatch, pg_url: str, tmp_path: Path) -> Iterator[None]:
+    """`graph.cli.main` called in-process runs against the test run's server (its settings re-read)."""
+    from graph.settings import get_settings
+
+    monkeypatch.setenv("DATABASE_URL", pg_url)
+    monkeypatch.setenv("LOTSMAN_DATA_DIR", str(tmp_path / "data"))
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+

@@ -20,16 +20,6 @@ QUESTIONS = [("what is x49999?", 49999), ("what is x25000?", 25000), ("x123 valu
 """Questions and the `xN` each asks about (the last line of the module, one in the middle, one near the top)."""
 
 
-@pytest.fixture
-def cli_on_test_db(monkeypatch: pytest.MonkeyPatch, pg_url: str, tmp_path: Path) -> Iterator[None]:
-    from graph.settings import get_settings
-
-    monkeypatch.setenv("DATABASE_URL", pg_url)
-    monkeypatch.setenv("LOTSMAN_DATA_DIR", str(tmp_path / "data"))
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
-
 
 @pytest.fixture
 def big_module_session(db: Database, tmp_path: Path) -> Iterator[str]:

@@ -25,16 +25,6 @@ README = "# Demo\n\nA demo service.\n"
 CITATION_SHAPE = re.compile(r"\[[^\[\]\n]*\w\.\w+:\d+(?:-\d+)?[^\[\]\n]*\]")
 
 
-@pytest.fixture
-def cli_on_test_db(monkeypatch: pytest.MonkeyPatch, pg_url: str, tmp_path: Path) -> Iterator[None]:
-    from graph.settings import get_settings
-
-    monkeypatch.setenv("DATABASE_URL", pg_url)
-    monkeypatch.setenv("LOTSMAN_DATA_DIR", str(tmp_path / "data"))
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
-
 
 @pytest.fixture
 def spoof_session(db: Database, tmp_path: Path) -> Iterator[str]:

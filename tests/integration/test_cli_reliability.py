@@ -11,17 +11,6 @@ from stores.database import Database
 
 
 @pytest.fixture
-def cli_on_test_db(monkeypatch: pytest.MonkeyPatch, pg_url: str, tmp_path: Path) -> None:
-    from graph.settings import get_settings
-
-    monkeypatch.setenv("DATABASE_URL", pg_url)
-    monkeypatch.setenv("LOTSMAN_DATA_DIR", str(tmp_path / "data"))
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
-
-
-@pytest.fixture
 def opened_pools(monkeypatch: pytest.MonkeyPatch) -> list[Database]:
     """Every `Database` the command opens, to check that it was closed before `main` returned."""
     opened: list[Database] = []

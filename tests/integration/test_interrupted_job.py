@@ -175,6 +175,29 @@ def test_a_live_job_stays_running(db: Database, tmp_path: Path, session_name: st
 
 
 
+def _ctrl_c_when_blocked(fault: str, gate: Path, corpus: Path, session: str, env: dict[str, str], *,
+                         waiting_for: str, release: bool = False) -> tuple[subprocess.Popen[str], str]:
+    """`lotsman index` under `fault` (tests/integration/faulty_cli.py): once it blocks at the gate, Ctrl-C
+    (SIGINT to its process group; `release` lets the blocked thread go on), and its stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "tests.integration.faulty_cli", fault, "index", str(corpus),
+                             "--session", session], text=True, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not (gate / "blocked").exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, f"the job never reached {waiting_for}"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        if release:
+            (gate / "release").touch()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc, err
+
+
 def test_ctrl_c_after_the_commit_leaves_the_job_done(db: Database, pg_data_dir: Path, tmp_path: Path,
                                                      session_name: str) -> None:
     """Issue 25, item 3: Ctrl-C after a job's rows went live marked it failed although they were answering.
@@ -188,20 +211,8 @@ def test_ctrl_c_after_the_commit_leaves_the_job_done(db: Database, pg_data_dir: 
     gate = tmp_path / "gate"
     gate.mkdir()
     env = cli_env(pg_data_dir, LOTSMAN_PARSE_WORKERS="0", LOTSMAN_EMBEDDER="fake")
-    proc = subprocess.Popen([sys.executable, "-m", "tests.integration.faulty_cli", f"tail-block:{gate}", "index",
-                             str(tmp_path / "corpus"), "--session", session_name], text=True, cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 90
-        while not (gate / "blocked").exists():
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the job never reached its stoplist refresh"
-            time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    proc, err = _ctrl_c_when_blocked(f"tail-block:{gate}", gate, tmp_path / "corpus", session_name, env,
+                                     waiting_for="its stoplist refresh")
 
     assert proc.returncode == 130, err
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
@@ -225,21 +236,9 @@ def test_ctrl_c_before_the_commit_keeps_the_previous_index(db: Database, pg_data
     gate = tmp_path / "gate"
     gate.mkdir()
     env = cli_env(pg_data_dir, LOTSMAN_PARSE_WORKERS="0")
-    proc = subprocess.Popen([sys.executable, "-m", "tests.integration.faulty_cli", f"embed-block:{gate}", "index",
-                             str(tmp_path / "corpus"), "--session", session_name], text=True, cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 90
-        while not (gate / "blocked").exists():
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the job never started embedding"
-            time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGINT)
-        (gate / "release").touch()  # the embedding thread finishes its batch; the main thread is interrupted
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    # the embedding thread finishes its batch once released; the main thread is interrupted
+    proc, err = _ctrl_c_when_blocked(f"embed-block:{gate}", gate, tmp_path / "corpus", session_name, env,
+                                     waiting_for="embedding", release=True)
 
     assert proc.returncode == 130, err
     rows = job_rows(db, session_name)
