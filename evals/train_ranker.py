@@ -39,6 +39,7 @@ from nodes.context_retrieval.merge import MergeSpec, rank_rows
 from nodes.context_retrieval.rank_features import FEATURES, MAX_CANDIDATES, RankQuery, candidate_features
 from nodes.retrieval_policy import RetrievalProfile, resolve_code_plan, resolve_plan
 from nodes.terms import key_terms
+from stores.errors import LotsmanError
 
 PARAMS: dict[str, Any] = {
     "objective": "lambdarank", "learning_rate": 0.05, "num_leaves": 4, "min_data_in_leaf": 20,
@@ -202,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
             got = collect(suite.name, corpus, Path(suite.dev), settings, deps)
             print(f"{suite.name}: {len(got)} dev questions, {sum(len(q.y) for q in got)} candidates", file=sys.stderr)
             queries += got
+    except (LotsmanError, OSError) as exc:  # a corpus folder it cannot write, no database, a bad dataset
+        print(f"error: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", 1)
     finally:
         deps.close()
     tables = {w: leave_one_corpus_out(queries, lgb, PARAMS, ROUNDS, w) for w in PRIOR_WEIGHTS}

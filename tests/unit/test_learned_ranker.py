@@ -98,3 +98,11 @@ def test_the_shipped_model_fits_the_feature_extractor() -> None:
     ranker = load_ranker(MODEL_PATH)
     assert ranker.features == FEATURES and ranker.trees
     assert set(ranker.meta["leave_one_corpus_out"]) >= {"macro"}
+
+
+def test_the_trainer_reports_a_corpus_folder_it_cannot_use_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from evals.train_ranker import main
+
+    assert main(["--corpora-dir", "/proc/no-such-dir", "--dry-run"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "/proc/no-such-dir" in err[0]
