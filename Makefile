@@ -18,12 +18,17 @@ $(STAMP): pyproject.toml constraints.txt
 
 setup: $(STAMP)
 
+# The web page's e2e test drives Debian's Chromium (Playwright with executable_path; no browser download).
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get install -y -q chromium || (apt-get update -q && apt-get install -y -q chromium)
+
 # The main job: index this repository on the embedded defaults and answer a question with citations.
 demo: setup
 	$(BIN)/lotsman index . --session lotsman
 	$(BIN)/lotsman ask "$(QUESTION)" --session lotsman
 
-test: setup
+test: setup $(CHROMIUM)
 	$(BIN)/pytest -q
 
 test-unit: setup

@@ -13,7 +13,16 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from typing import NoReturn
 
-from graph import cli_commands, cli_index, cli_retrieve, cli_serve
+from graph import (
+    cli_assistants,
+    cli_commands,
+    cli_feedback,
+    cli_index,
+    cli_mcp,
+    cli_retrieve,
+    cli_serve,
+    cli_watch,
+)
 from graph.settings import Settings, get_settings
 from graph.terminal import printable
 from stores.errors import LotsmanError, UsageError, database_lost
@@ -117,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     cli_commands.register(sub)
     cli_serve.register(sub)
     cli_retrieve.register(sub)
+    cli_watch.register(sub)
+    cli_mcp.register(sub)
+    cli_assistants.register(sub)
+    cli_feedback.register(sub)
     load_plugins(sub)
     return parser
 

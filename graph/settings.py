@@ -75,6 +75,14 @@ class Settings(BaseSettings):
     langsmith_tracing: bool = Field(default=False, validation_alias="LANGSMITH_TRACING")
     langsmith_api_key: SecretStr | None = Field(default=None, validation_alias="LANGSMITH_API_KEY")
     langsmith_project: str = Field(default="lotsman", validation_alias="LANGSMITH_PROJECT")
+    auth_token: SecretStr | None = None
+    """Bearer token the server requires for indexing over HTTP/MCP, and for every request when set
+    (`LOTSMAN_AUTH_TOKEN`); unset → asking stays open and indexing is not offered to remote clients."""
+    log_questions: bool = False
+    """Record each question, its outcome and top files in `rag_question_log` (the input of `lotsman gaps`);
+    off by default for the CLI (`LOTSMAN_LOG_QUESTIONS`)."""
+    watch_debounce_ms: int = Field(default=800, ge=0)
+    """`lotsman watch`: milliseconds of quiet after a change before the incremental re-index starts."""
 
     @field_validator("default_session")
     @classmethod

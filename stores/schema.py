@@ -13,7 +13,7 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """Bump and add a step to `_UPGRADES` when the schema changes; upgrades run in order."""
 
 CHUNK_TABLE_PREFIX = "rag_chunks_d"
@@ -202,6 +202,54 @@ BEGIN
 END $$;
 """
 
+# v9: where users and agents ask, and revisions. A session may record the git revision it was indexed from
+# (`lotsman index PATH --ref REF`); answers carry that commit. Votes on answers (`rag_feedback`) and, when
+# question logging is on, the questions asked (`rag_question_log`, the input of `lotsman gaps`). Structures
+# computed per index generation and loaded by the first question instead of rebuilt there
+# (`rag_generation_artifacts`: the alias index, the layout, the file list).
+_V9_DDL = """
+ALTER TABLE rag_sessions ADD COLUMN IF NOT EXISTS repo_path text;
+ALTER TABLE rag_sessions ADD COLUMN IF NOT EXISTS git_ref text;
+ALTER TABLE rag_sessions ADD COLUMN IF NOT EXISTS commit_sha text;
+CREATE TABLE IF NOT EXISTS rag_feedback (
+    feedback_id text PRIMARY KEY,
+    rag_session_id text REFERENCES rag_sessions(rag_session_id) ON DELETE CASCADE,
+    session_name text NOT NULL,
+    run_id text,
+    thread_id text,
+    question text NOT NULL,
+    answer text NOT NULL DEFAULT '',
+    citations jsonb NOT NULL DEFAULT '[]'::jsonb,
+    score smallint NOT NULL CHECK (score IN (-1, 1)),
+    comment text,
+    langsmith_sent boolean NOT NULL DEFAULT false,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS rag_feedback_session ON rag_feedback (rag_session_id, created_at DESC);
+CREATE TABLE IF NOT EXISTS rag_question_log (
+    question_id text PRIMARY KEY,
+    rag_session_id text REFERENCES rag_sessions(rag_session_id) ON DELETE CASCADE,
+    session_name text NOT NULL,
+    run_id text,
+    question text NOT NULL,
+    abstained boolean NOT NULL DEFAULT false,
+    confidence real,
+    top_files jsonb NOT NULL DEFAULT '[]'::jsonb,
+    source text NOT NULL DEFAULT 'cli',
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS rag_question_log_session ON rag_question_log (rag_session_id, created_at DESC);
+CREATE TABLE IF NOT EXISTS rag_generation_artifacts (
+    rag_session_id text NOT NULL REFERENCES rag_sessions(rag_session_id) ON DELETE CASCADE,
+    generation integer NOT NULL,
+    name text NOT NULL,
+    format_version integer NOT NULL DEFAULT 1,
+    payload bytea NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (rag_session_id, generation, name)
+);
+"""
+
 _UPGRADES: dict[int, str] = {
     2: _OR_TSQUERY_DDL,
     # v3: symbol-name lookups of the code lane get an index on every existing chunk table.
@@ -239,6 +287,7 @@ ALTER TABLE rag_blob_cache ADD COLUMN IF NOT EXISTS warnings text[];
 """,
     7: _IDENTIFIER_WORDS_UPGRADE,
     8: _LEXICAL_INDEX_UPGRADE,
+    9: _V9_DDL,
 }
 
 

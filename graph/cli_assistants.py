@@ -1,0 +1,9 @@
+"""`lotsman assistants`: one LangGraph assistant per indexed session (issue 27)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add this module's subcommands (module-level imports stay light: `lotsman ask` pays for them)."""

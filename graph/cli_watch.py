@@ -1,0 +1,9 @@
+"""`lotsman watch` and `lotsman hook install`: keeping an index fresh (issue 26)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add this module's subcommands (module-level imports stay light: `lotsman ask` pays for them)."""
