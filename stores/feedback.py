@@ -1,0 +1,202 @@
+"""Votes on answers (`rag_feedback`): stored per session, sent to LangSmith as run feedback when tracing is on."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from stores.errors import UsageError
+from stores.sessions import get_session
+
+log = logging.getLogger(__name__)
+
+MAX_COMMENT_CHARS = 2000
+"""A vote's comment says why in a sentence or two; a longer one is refused, not cut (its end may be the point)."""
+MAX_QUESTION_CHARS = 8000
+"""The graph reads at most this much of a question (`graph.nodes.MAX_QUESTION_CHARS`); the rest is kept out."""
+MAX_ANSWER_CHARS = 100_000
+MAX_CITATIONS = 200
+LANGSMITH_KEY = "user_score"
+"""Feedback key on the LangSmith run (the key LangSmith's own chat examples use for thumbs up/down)."""
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """One stored vote."""
+
+    feedback_id: str
+    session_name: str
+    run_id: str | None
+    thread_id: str | None
+    question: str
+    answer: str
+    citations: list[dict[str, Any]]
+    score: int
+    """1 (helped) or -1 (did not)."""
+    comment: str | None
+    langsmith_sent: bool
+    created_at: datetime
+
+
+def _text(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise UsageError(f"feedback {field} must be text, got {type(value).__name__}")
+    return value.replace("\x00", "")  # PostgreSQL text cannot hold NUL
+
+
+def _optional_id(value: Any, field: str) -> str | None:
+    if value is None or value == "":
+        return None
+    text = _text(value, field).strip()
+    if len(text) > 200:
+        raise UsageError(f"feedback {field} is {len(text)} characters long: give the id the answer carried")
+    return text or None
+
+
+def normalize_citations(citations: Any) -> list[dict[str, Any]]:
+    """Citations as stored: `[{path, start_line, end_line}]`; anything else is a `UsageError` naming the item."""
+    if citations is None:
+        return []
+    if not isinstance(citations, Sequence) or isinstance(citations, str | bytes):
+        raise UsageError("feedback citations must be a list of {path, start_line, end_line}")
+    if len(citations) > MAX_CITATIONS:
+        raise UsageError(f"feedback carries {len(citations)} citations, more than {MAX_CITATIONS}")
+    out = []
+    for n, item in enumerate(citations, 1):
+        if not isinstance(item, Mapping) or not isinstance(item.get("path"), str) or not item["path"].strip():
+            raise UsageError(f"feedback citation {n} must be {{path, start_line, end_line}} with a path")
+        lines = [item.get("start_line"), item.get("end_line")]
+        if not all(v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0) for v in lines):
+            raise UsageError(f"feedback citation {n} ({item['path'][:80]}): line numbers must be whole numbers")
+        out.append({"path": item["path"].replace("\x00", ""), "start_line": lines[0], "end_line": lines[1]})
+    return out
+
+
+def validate_vote(*, score: Any, question: Any, comment: Any) -> tuple[int, str, str | None]:
+    """The vote's score, question and comment as stored, or a one-line `UsageError` saying what is wrong."""
+    if isinstance(score, bool) or score not in (1, -1):
+        raise UsageError(f"feedback score must be 1 (helped) or -1 (did not help), got {score!r}")
+    text = _text(question, "question").strip()
+    if not text:
+        raise UsageError("feedback needs the question that was answered: it is empty")
+    note = None
+    if comment is not None:
+        note = _text(comment, "comment").strip() or None
+        if note is not None and len(note) > MAX_COMMENT_CHARS:
+            raise UsageError(f"feedback comment is {len(note)} characters long, more than {MAX_COMMENT_CHARS}: "
+                             "shorten it")
+    return int(score), text[:MAX_QUESTION_CHARS], note
+
+
+def langsmith_score(score: int) -> int:
+    """The score LangSmith records: 1 helped, 0 did not (so its average is the share of helpful answers)."""
+    return 1 if score > 0 else 0
+
+
+def langsmith_run_id(run_id: str | None) -> str | None:
+    """The run id as LangSmith accepts it (a UUID), or None when the vote names no traced run."""
+    if not run_id:
+        return None
+    try:
+        return str(uuid.UUID(run_id))
+    except ValueError:
+        return None
+
+
+def record_feedback(
+    conn: psycopg.Connection,
+    *,
+    session_name: str,
+    run_id: str | None,
+    thread_id: str | None,
+    question: str,
+    answer: str,
+    citations: Sequence[Mapping[str, Any]] | None,
+    score: int,
+    comment: str | None,
+    langsmith: Any = None,
+) -> str:
+    """Store one vote on an answer and return its id.
+
+    Args:
+        session_name: the session (name or id) the answer was read from.
+        run_id: the graph run that produced the answer (LangSmith's run id when traced).
+        thread_id: the conversation thread, when there is one.
+        citations: the answer's `[{path, start_line, end_line}]`.
+        score: 1 (helped) or -1 (did not).
+        comment: optional, at most `MAX_COMMENT_CHARS` characters.
+        langsmith: a `langsmith.Client` (see `langsmith_client`): when given and the run id is a UUID, the
+            vote is also sent as feedback on that run; a failure there is one warning and the vote stays
+            stored with `langsmith_sent` false.
+
+    Raises:
+        SessionNotFoundError: no such session.
+        UsageError: a score other than ±1, an empty question, an oversized comment, malformed citations.
+    """
+    score, text, note = validate_vote(score=score, question=question, comment=comment)
+    cites = normalize_citations(citations)
+    answer_text = _text(answer if answer is not None else "", "answer")[:MAX_ANSWER_CHARS]
+    run, thread = _optional_id(run_id, "run_id"), _optional_id(thread_id, "thread_id")
+    session = get_session(conn, session_name)
+    feedback_id = uuid.uuid4().hex
+    with conn.transaction():
+        conn.execute(
+            "INSERT INTO rag_feedback (feedback_id, rag_session_id, session_name, run_id, thread_id, question, "
+            "answer, citations, score, comment) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (feedback_id, session.rag_session_id, session.name, run, thread, text, answer_text, Jsonb(cites),
+             score, note),
+        )
+    if langsmith is not None and send_to_langsmith(langsmith, run_id=run, score=score, comment=note):
+        with conn.transaction():
+            conn.execute("UPDATE rag_feedback SET langsmith_sent = true WHERE feedback_id = %s", (feedback_id,))
+    return feedback_id
+
+
+def send_to_langsmith(client: Any, *, run_id: str | None, score: int, comment: str | None) -> bool:
+    """Send one vote as feedback on its LangSmith run; True when sent. Never raises: a failure is one warning."""
+    run = langsmith_run_id(run_id)
+    if run is None:
+        return False
+    try:
+        client.create_feedback(run, key=LANGSMITH_KEY, score=langsmith_score(score), comment=comment,
+                               stop_after_attempt=2)
+    except Exception as exc:  # network, auth, API errors: the vote is stored either way
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        log.warning("warning: feedback not sent to LangSmith (%s: %s); the vote is stored", type(exc).__name__, first)
+        return False
+    return True
+
+
+def langsmith_client(settings: Any) -> Any:
+    """A `langsmith.Client` when tracing is on with an API key (`LANGSMITH_TRACING`, `LANGSMITH_API_KEY`),
+    else None: votes are then stored only."""
+    key = getattr(settings, "langsmith_api_key", None)
+    if not getattr(settings, "langsmith_tracing", False) or key is None or not key.get_secret_value():
+        return None
+    from langsmith import Client
+
+    return Client(api_key=key.get_secret_value())
+
+
+_COLUMNS = ("feedback_id, session_name, run_id, thread_id, question, answer, citations, score, comment, "
+            "langsmith_sent, created_at")
+
+
+def list_feedback(conn: psycopg.Connection, session_name: str, *, since: datetime | None = None) -> list[Feedback]:
+    """A session's votes, oldest first (`SessionNotFoundError` when there is no such session)."""
+    session = get_session(conn, session_name)
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(
+            f"SELECT {_COLUMNS} FROM rag_feedback WHERE rag_session_id = %s "
+            "AND (%s::timestamptz IS NULL OR created_at >= %s::timestamptz) ORDER BY created_at, feedback_id",
+            (session.rag_session_id, since, since),
+        ).fetchall()
+    return [Feedback(**row) for row in rows]
