@@ -1,4 +1,4 @@
-"""Docs indexing pipeline: one markdown file in, rows of the six docs layers (D0–D5) out (pure, no I/O)."""
+"""Docs indexing pipeline: one markdown file in, rows of the docs layers (D0–D6) out (pure, no I/O)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ from stores.indexing.docs.entities import entity_records, find_entities
 from stores.indexing.docs.facts import fact_records
 from stores.indexing.docs.frontmatter import split_frontmatter
 from stores.indexing.docs.markdown import parse_markdown
+from stores.indexing.docs.policies import policy_records
 from stores.indexing.docs.profile import build_profile
 from stores.indexing.docs.relations import relation_records
 from stores.indexing.docs.workflows import workflow_records
 from stores.indexing.files import normalize_newlines
 from stores.indexing.records import PipelineResult
 
-DOCS_PIPELINE_VERSION = "docs-1"
+DOCS_PIPELINE_VERSION = "docs-2"
 """Part of the parse cache key: bump whenever the rows produced for the same text change."""
 
 MAX_CATALOG_ENTITIES = 15
@@ -25,14 +26,14 @@ DocsResult = PipelineResult
 
 
 def index_markdown(path: str, text: str) -> DocsResult:
-    """Turn one markdown file into D0–D5 rows.
+    """Turn one markdown file into D0–D6 rows.
 
     Args:
         path: Path relative to the indexed root, with forward slashes.
         text: The file's text (any newline style).
 
     Returns:
-        Rows in layer order (D1, D0, D2, D3, D4, D5) and warnings such as broken frontmatter.
+        Rows in layer order (D1, D0, D2, D3, D4, D5, D6) and warnings such as broken frontmatter.
     """
     text = normalize_newlines(text.removeprefix("\ufeff"))
     frontmatter = split_frontmatter(text)
@@ -48,7 +49,8 @@ def index_markdown(path: str, text: str) -> DocsResult:
         *facts,
         *entity_records(doc, profile, entities),
         *workflow_records(doc, profile),
-        *relation_records(doc, profile, entities),
+        *relation_records(doc, profile, entities, frontmatter.data),
+        *policy_records(doc, profile, frontmatter.data),
     ]
     warnings = [f"{frontmatter.warning}"] if frontmatter.warning else []
     return DocsResult(records=records, warnings=warnings)

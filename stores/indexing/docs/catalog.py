@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from stores.indexing.docs.frontmatter import string_list
 from stores.indexing.docs.markdown import MarkdownDoc, clean_inline, is_directive_line
+from stores.indexing.docs.module_fields import CARD_FIELDS, RELATION_NAMES, card_lines, card_values, relation_values
 from stores.indexing.docs.profile import DocProfile
 from stores.indexing.records import ChunkRecord
 from stores.layers import Layer
@@ -76,6 +78,7 @@ def catalog_record(
         f"Tags: {', '.join(profile.tags)}" if profile.tags else "",
         f"Entities: {', '.join(entities)}" if entities else "",
         f"Endpoints: {', '.join(endpoints)}" if endpoints else "",
+        *card_lines(relation_values(frontmatter), card_values(frontmatter)),
         f"Summary: {summary}" if summary else "",
         f"Sections: {card_headings}" if card_headings else "",
     ]
@@ -96,7 +99,8 @@ def catalog_record(
 
 
 _KNOWN_KEYS = frozenset({"id", "title", "doc_type", "type", "domain", "subdomain", "status", "tags", "summary",
-                         "description", "related_docs", "related_code", "entities"})
+                         "description", "related_docs", "related_code", "entities", "applies_to",
+                         *RELATION_NAMES, *CARD_FIELDS})
 """Frontmatter keys the card has fields for; the rest is kept under `frontmatter_extra`."""
 
 
@@ -115,6 +119,10 @@ def _card_metadata(doc: MarkdownDoc, profile: DocProfile, frontmatter: dict[str,
         "headings": headings,
         "has_frontmatter": bool(frontmatter),
         "frontmatter_extra": {k: v for k, v in frontmatter.items() if k not in _KNOWN_KEYS},
+        # seed 003 §5.1: every relation field typed as a list (empty when absent), version/owners/links when set
+        **{name: relation_values(frontmatter).get(name, []) for name in RELATION_NAMES},
+        **card_values(frontmatter),
+        "applies_to": string_list(frontmatter.get("applies_to")),
         "line_count": doc.last_line,
     }
 

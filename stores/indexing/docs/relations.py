@@ -6,10 +6,20 @@ import bisect
 import posixpath
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from stores.indexing.docs.entities import Entity
 from stores.indexing.docs.markdown import MarkdownDoc, clean_inline
 from stores.indexing.docs.mermaid import diagram_edges
+from stores.indexing.docs.module_fields import (
+    INVERSE_RELATIONS,
+    RELATION_NAMES,
+    edge_content,
+    edge_title,
+    relation_field,
+    relation_values,
+    value_line,
+)
 from stores.indexing.docs.profile import DocProfile
 from stores.indexing.records import ChunkRecord
 from stores.layers import Layer
@@ -35,9 +45,20 @@ class Edge:
     resolved: bool = True
 
 
-def find_edges(doc: MarkdownDoc, profile: DocProfile, entities: list[Entity]) -> list[Edge]:
+def module_relation_edges(doc: MarkdownDoc, profile: DocProfile, frontmatter: dict[str, Any]) -> list[Edge]:
+    """Seed 003 §5.1 relation fields: one edge per value, from the document's id, on the value's own line."""
+    head = doc.lines[: max(doc.body_start - 1, 0)]
+    return [
+        Edge(profile.doc_id, value, name, relation_field(name).target_kind, value_line(head, name, value))
+        for name, values in relation_values(frontmatter).items()
+        for value in values
+    ]
+
+
+def find_edges(doc: MarkdownDoc, profile: DocProfile, entities: list[Entity],
+               frontmatter: dict[str, Any] | None = None) -> list[Edge]:
     """Collect a document's outgoing relations (deduplicated per edge type and target)."""
-    edges: list[Edge] = []
+    edges: list[Edge] = module_relation_edges(doc, profile, frontmatter or {})
     for doc_id in profile.related_docs:
         edges.append(Edge(doc.path, doc_id, "related_doc", "doc_id", _frontmatter_line(doc, doc_id)))
     for code_path in profile.related_code:
@@ -56,20 +77,26 @@ def find_edges(doc: MarkdownDoc, profile: DocProfile, entities: list[Entity]) ->
     return _dedupe(edges)
 
 
-def relation_records(doc: MarkdownDoc, profile: DocProfile, entities: list[Entity]) -> list[ChunkRecord]:
+def relation_records(doc: MarkdownDoc, profile: DocProfile, entities: list[Entity],
+                     frontmatter: dict[str, Any] | None = None) -> list[ChunkRecord]:
     """Build the D5 rows of a document (not embedded; the graph is walked, not searched semantically).
 
     Args:
         doc: The parsed markdown file.
         profile: Document attributes copied into every row.
         entities: Entities found in the document (those it defines get an entity→doc edge).
+        frontmatter: Parsed frontmatter; its seed 003 relation fields (`writes_db`...) become edges.
 
     Returns:
         One row per edge, spanning the line that evidences it.
     """
     records = []
-    for edge in find_edges(doc, profile, entities):
+    for edge in find_edges(doc, profile, entities, frontmatter):
         label = f" ({edge.label})" if edge.label else ""
+        title, content = f"{edge.src} → {edge.dst}", f"{edge.src} —{edge.edge_type}→ {edge.dst}{label}"
+        if edge.edge_type in RELATION_NAMES:
+            title = edge_title(edge.src, edge.edge_type, edge.dst)
+            content = edge_content(edge.src, profile.title, edge.edge_type, edge.dst)
         metadata = profile.base_metadata() | {
             "src": edge.src,
             "dst": edge.dst,
@@ -78,12 +105,14 @@ def relation_records(doc: MarkdownDoc, profile: DocProfile, entities: list[Entit
             "label": edge.label,
             "resolved": edge.resolved,
         }
+        if edge.edge_type in RELATION_NAMES:
+            metadata |= {"relation": edge.edge_type, "inverse": INVERSE_RELATIONS.get(edge.edge_type)}
         records.append(
             ChunkRecord(
                 layer=Layer.D5_RELATION_GRAPH,
                 path=doc.path,
-                title=f"{edge.src} → {edge.dst}",
-                content=f"{edge.src} —{edge.edge_type}→ {edge.dst}{label}",
+                title=title,
+                content=content,
                 span_start=edge.line,
                 span_end=edge.line,
                 metadata=metadata,
