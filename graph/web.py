@@ -1,10 +1,362 @@
-"""The web page `lotsman serve` publishes: routes mounted into the LangGraph server's HTTP app (issue 27)."""
+"""The web page `lotsman serve` publishes: routes mounted into the LangGraph server's HTTP app (issue 27).
+
+The page (`web_static/`, no build step, nothing from a CDN) asks the LangGraph server's own API
+(threads, `runs/stream` on the `lotsman` graph); these routes add what that API does not have: the
+sessions to pick from, the indexed lines a citation points at, and votes on answers. Every endpoint
+answers bad input with `{"error": "<one line>"}` and a 4xx status.
+"""
 
 from __future__ import annotations
 
-from starlette.routing import BaseRoute
+import hmac
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from stores.errors import DatabaseUnavailableError, LotsmanError, SessionNotFoundError, database_lost
+from stores.feedback import MAX_ANSWER_CHARS, MAX_CITATIONS, MAX_COMMENT_CHARS, MAX_QUESTION_CHARS
+from stores.reading import MAX_READ_LINES
+
+if TYPE_CHECKING:
+    from stores.database import Database
+    from stores.reading import IndexedLines
+
+log = logging.getLogger(__name__)
+
+PREFIX = "/lotsman"
+"""Where the page lives on the server (`/lotsman/`); its endpoints are under `/lotsman/api/`."""
+STATIC_DIR = Path(__file__).resolve().with_name("web_static")
+
+MAX_BODY_BYTES = 256 * 1024
+MAX_NAME_CHARS = 1000
 
 
-def routes() -> list[BaseRoute]:
-    """The page's routes (static files and its small JSON endpoints)."""
-    return []
+class WebInputError(ValueError):
+    """A request the page's endpoints refuse; the message is the one line the client reads."""
+
+    status = 400
+
+
+class Unauthorized(WebInputError):
+    status = 401
+
+
+@dataclass(frozen=True)
+class LineRange:
+    """A citation to expand: lines `start_line..end_line` (1-based, inclusive) of `path` in `session`."""
+
+    session: str
+    path: str
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True)
+class Vote:
+    """A thumbs up (+1) or down (-1) on one answer, with what was asked and answered."""
+
+    session: str
+    score: int
+    question: str
+    answer: str = ""
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    comment: str | None = None
+    run_id: str | None = None
+    thread_id: str | None = None
+
+
+# --- decisions: pure functions over the request's data ------------------------------------------------------
+def _text(data: Mapping[str, Any], key: str, *, limit: int, required: bool = True) -> str:
+    value = data.get(key)
+    if value is None or value == "":
+        if required:
+            raise WebInputError(f"{key}: required")
+        return ""
+    if not isinstance(value, str):
+        raise WebInputError(f"{key}: expected a string")
+    if required and not value.strip():
+        raise WebInputError(f"{key}: must not be blank")
+    if len(value) > limit:
+        raise WebInputError(f"{key}: longer than {limit} characters")
+    if "\x00" in value:
+        raise WebInputError(f"{key}: contains a NUL character")
+    return value
+
+
+def _line_number(params: Mapping[str, Any], key: str) -> int:
+    raw = params.get(key)
+    if raw is None or raw == "":
+        raise WebInputError(f"{key}: required")
+    if isinstance(raw, bool) or not isinstance(raw, int | str):
+        raise WebInputError(f"{key}: expected a line number")
+    try:
+        number = int(raw)
+    except ValueError:
+        raise WebInputError(f"{key}: expected a line number, got {str(raw)[:40]!r}") from None
+    if number < 1:
+        raise WebInputError(f"{key}: lines are numbered from 1, got {number}")
+    return number
+
+
+def parse_line_range(params: Mapping[str, Any]) -> LineRange:
+    """The `read` endpoint's query (`session`, `path`, `start_line`, `end_line`), checked."""
+    session = _text(params, "session", limit=MAX_NAME_CHARS)
+    path = _text(params, "path", limit=MAX_NAME_CHARS)
+    start, end = _line_number(params, "start_line"), _line_number(params, "end_line")
+    if end < start:
+        raise WebInputError(f"end_line {end} is before start_line {start}")
+    if end - start + 1 > MAX_READ_LINES:
+        raise WebInputError(f"at most {MAX_READ_LINES} lines at a time, asked for {end - start + 1}")
+    return LineRange(session=session, path=path, start_line=start, end_line=end)
+
+
+def _citations(value: Any) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise WebInputError("citations: expected a list")
+    if len(value) > MAX_CITATIONS:
+        raise WebInputError(f"citations: more than {MAX_CITATIONS}")
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise WebInputError(f"citations[{i}]: expected {{path, start_line, end_line}}")
+        try:
+            line_range = parse_line_range({"session": "-", **item})
+        except WebInputError as exc:
+            raise WebInputError(f"citations[{i}].{exc}") from None
+        out.append({"path": line_range.path, "start_line": line_range.start_line, "end_line": line_range.end_line})
+    return out
+
+
+def _optional_id(data: Mapping[str, Any], key: str) -> str | None:
+    return _text(data, key, limit=200, required=False) or None
+
+
+def parse_vote(body: Any) -> Vote:
+    """The `feedback` endpoint's JSON body, checked: `session`, `score` (1 or -1), `question`, and optional
+    `answer`, `citations`, `comment`, `run_id`, `thread_id`."""
+    if not isinstance(body, dict):
+        raise WebInputError("expected a JSON object")
+    score = body.get("score")
+    if isinstance(score, bool) or score not in (1, -1):
+        raise WebInputError("score: expected 1 (helpful) or -1 (not helpful)")
+    comment = _text(body, "comment", limit=MAX_COMMENT_CHARS, required=False).strip()
+    return Vote(
+        session=_text(body, "session", limit=MAX_NAME_CHARS),
+        score=int(score),
+        question=_text(body, "question", limit=MAX_QUESTION_CHARS),
+        answer=_text(body, "answer", limit=MAX_ANSWER_CHARS, required=False),
+        citations=_citations(body.get("citations")),
+        comment=comment or None,
+        run_id=_optional_id(body, "run_id"),
+        thread_id=_optional_id(body, "thread_id"),
+    )
+
+
+def auth_problem(header: str | None, token: str | None) -> str | None:
+    """Why a request may not use the endpoints (None when it may): with a token configured, the request must
+    carry `Authorization: Bearer <token>`."""
+    if not token:
+        return None
+    scheme, _, given = (header or "").partition(" ")
+    if scheme.lower() != "bearer" or not given.strip():
+        return "this server needs a token: send Authorization: Bearer <LOTSMAN_AUTH_TOKEN>"
+    if not hmac.compare_digest(given.strip().encode(), token.encode()):
+        return "the token is not this server's LOTSMAN_AUTH_TOKEN"
+    return None
+
+
+def error_status(exc: LotsmanError) -> int:
+    """The HTTP status of one of our errors: a missing session 404, a database that is down 503, else 400."""
+    if isinstance(exc, SessionNotFoundError):
+        return 404
+    if isinstance(exc, DatabaseUnavailableError):
+        return 503
+    return 400
+
+
+def session_summary(row: Mapping[str, Any]) -> dict[str, Any]:
+    """What the picker shows of a session (`stores.sessions.list_sessions` row): never server paths."""
+    updated = row.get("updated_at")
+    revision = row.get("commit_sha") or row.get("git_ref")
+    return {
+        "name": row["name"],
+        "rows": int(row.get("rows") or 0),
+        "embedder": row.get("embedder"),
+        "updated_at": updated.isoformat() if isinstance(updated, datetime) else updated,
+        "revision": revision or None,
+    }
+
+
+# --- the stores behind the endpoints -----------------------------------------------------------------------
+class WebBackend(Protocol):
+    """What the endpoints read and write (the database in production; a fake in unit tests)."""
+
+    def sessions(self) -> list[dict[str, Any]]: ...
+
+    def read_lines(self, line_range: LineRange) -> dict[str, Any]: ...
+
+    def record_vote(self, vote: Vote) -> str: ...
+
+
+class StoreBackend:
+    """The endpoints over Lotsman's stores; the database pool is opened on first use."""
+
+    def __init__(self, database: Callable[[], Database] | None = None) -> None:
+        self._database = database or _database_from_settings
+        self._db: Database | None = None
+        self._lock = threading.Lock()
+
+    def db(self) -> Database:
+        with self._lock:  # endpoints run in a thread pool: one pool for all of them
+            if self._db is None:
+                self._db = self._database()
+            return self._db
+
+    def sessions(self) -> list[dict[str, Any]]:
+        from stores.sessions import list_sessions
+
+        with self.db().connection() as conn:
+            return [session_summary(row) for row in list_sessions(conn)]
+
+    def read_lines(self, line_range: LineRange) -> dict[str, Any]:
+        from stores.reading import read_indexed_lines
+
+        with self.db().connection() as conn:
+            read = read_indexed_lines(conn, line_range.session, line_range.path, line_range.start_line,
+                                      line_range.end_line)
+        return lines_json(read)
+
+    def record_vote(self, vote: Vote) -> str:
+        from graph.settings import get_settings
+        from stores.feedback import langsmith_client, record_feedback
+
+        with self.db().connection() as conn:
+            return record_feedback(conn, vote.session, run_id=vote.run_id, thread_id=vote.thread_id,
+                                   question=vote.question, answer=vote.answer, citations=vote.citations,
+                                   score=vote.score, comment=vote.comment,
+                                   langsmith=langsmith_client(get_settings()))
+
+
+def _database_from_settings() -> Database:
+    from graph.settings import get_settings
+    from stores.database import EMBEDDED_HINT, Database, start_embedded
+    from stores.schema import ensure_tables
+
+    settings = get_settings()
+    # A small pool of its own: the page's reads are short, and the graph's pool stays the graph's.
+    if settings.database_url:
+        db = Database(settings.database_url, max_size=2)
+    else:
+        db = Database(start_embedded(settings.data_dir), max_size=2, hint=EMBEDDED_HINT)
+    with db.connection() as conn:
+        ensure_tables(conn)
+    return db
+
+
+def lines_json(read: IndexedLines) -> dict[str, Any]:
+    """The read endpoint's answer: the cited lines, numbered, as the session's index holds them."""
+    return {
+        "session": read.session, "path": read.path, "start_line": read.start_line, "end_line": read.end_line,
+        "last_line": read.last_line, "missing_lines": list(read.missing_lines), "commit": read.commit,
+        "lines": [{"number": read.start_line + i, "text": text} for i, text in enumerate(read.lines)],
+    }
+
+
+# --- HTTP ---------------------------------------------------------------------------------------------------
+def _error(message: str, status: int) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _configured_token() -> str | None:
+    from graph.settings import get_settings
+
+    secret = get_settings().auth_token
+    return secret.get_secret_value() if secret is not None else None
+
+
+class WebApi:
+    """The JSON endpoints, bound to one backend and one way of reading the configured token."""
+
+    def __init__(self, backend: WebBackend, token: Callable[[], str | None]) -> None:
+        self.backend, self.token = backend, token
+
+    async def _call(self, request: Request, work: Callable[[], Any]) -> Response:
+        problem = auth_problem(request.headers.get("authorization"), self.token())
+        if problem:
+            return _error(problem, Unauthorized.status)
+        try:
+            return JSONResponse(await run_in_threadpool(work))
+        except WebInputError as exc:
+            return _error(str(exc), exc.status)
+        except LotsmanError as exc:
+            return _error(str(exc), error_status(exc))
+        except Exception as exc:
+            lost = database_lost(exc)
+            if lost is not None:
+                return _error(str(lost), 503)
+            log.exception("lotsman web endpoint %s failed", request.url.path)
+            return _error(f"internal error ({type(exc).__name__}): see the server log", 500)
+
+    async def sessions(self, request: Request) -> Response:
+        return await self._call(request, lambda: {"sessions": self.backend.sessions()})
+
+    async def read(self, request: Request) -> Response:
+        def work() -> dict[str, Any]:
+            return self.backend.read_lines(parse_line_range(request.query_params))
+
+        return await self._call(request, work)
+
+    async def feedback(self, request: Request) -> Response:
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            return _error(f"request body larger than {MAX_BODY_BYTES // 1024} KiB", 413)
+
+        def work() -> dict[str, Any]:
+            try:
+                data = json.loads(body)
+            except (ValueError, UnicodeDecodeError):
+                raise WebInputError("expected a JSON object") from None
+            return {"feedback_id": self.backend.record_vote(parse_vote(data))}
+
+        return await self._call(request, work)
+
+
+async def _page(request: Request) -> Response:
+    return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
+
+
+async def _to_page(request: Request) -> Response:
+    return RedirectResponse(f"{request.scope.get('root_path', '')}{PREFIX}/", status_code=307)
+
+
+def routes(backend: WebBackend | None = None, token: Callable[[], str | None] | None = None) -> list[BaseRoute]:
+    """The page's routes (static files and its small JSON endpoints).
+
+    Args:
+        backend: what the endpoints read and write; by default the stores over the configured database.
+        token: returns the bearer token the endpoints require (None: open); by default `LOTSMAN_AUTH_TOKEN`.
+    """
+    api = WebApi(backend or StoreBackend(), token or _configured_token)
+    return [
+        Route(PREFIX, _to_page, methods=["GET"]),
+        Mount(PREFIX, routes=[
+            Route("/", _page, methods=["GET"]),
+            Route("/api/sessions", api.sessions, methods=["GET"]),
+            Route("/api/read", api.read, methods=["GET"]),
+            Route("/api/feedback", api.feedback, methods=["POST"]),
+            Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="lotsman-static"),
+        ]),
+    ]

@@ -1,0 +1,420 @@
+// Lotsman's web page: pick a session, ask, read the streamed answer, expand citations, vote.
+// It talks to the LangGraph server's own API (threads, runs/stream on the `lotsman` graph) and to three
+// small endpoints under /lotsman/api/ (sessions, read, feedback). Text from the index, the answer and the
+// server is always set as text (textContent, text nodes), never parsed as HTML.
+"use strict";
+
+// --- pure helpers (also loaded by tests/unit/test_web_page_js.py through node) -----------------------------
+
+/** Split an SSE byte stream's text into complete events; returns [events, rest]. */
+function parseSse(buffer) {
+  const events = [];
+  const text = buffer.replace(/\r\n?/g, "\n");
+  const blocks = text.split("\n\n");
+  const rest = blocks.pop();
+  for (const block of blocks) {
+    let event = "message";
+    const data = [];
+    for (const line of block.split("\n")) {
+      if (line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "event") event = value;
+      else if (field === "data") data.push(value);
+    }
+    if (data.length) events.push({ event, data: data.join("\n") });
+  }
+  return [events, rest];
+}
+
+/** The text of a message's content: a string, or a list of content blocks. */
+function contentText(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content.map((b) => (typeof b === "string" ? b : b && b.type === "text" ? b.text || "" : "")).join("");
+  }
+  return "";
+}
+
+function citationLabel(c) {
+  return `${c.path}:${c.start_line}-${c.end_line}`;
+}
+
+function escapeRegExp(s) {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/**
+ * Cut an answer into text and citation segments. A citation is written `path:start-end` (or, in a chat
+ * answer, as a Markdown link whose label is that); only the citations the server verified become links.
+ * Any other Markdown link shows as its literal text (an answer cannot plant a link to elsewhere).
+ * Returns [{text}] and [{text, citation: index}] in order.
+ */
+function answerSegments(answer, citations) {
+  const labels = citations.map(citationLabel);
+  const byLabel = new Map(labels.map((l, i) => [l, i]));
+  if (!labels.length) return answer ? [{ text: answer }] : [];
+  const sorted = [...new Set(labels)].sort((a, b) => b.length - a.length);
+  const plain = sorted.map(escapeRegExp).join("|");
+  const re = new RegExp(`\\[(${plain})\\]\\([^)\\s]*\\)|(${plain})`, "g");
+  const out = [];
+  let last = 0;
+  for (let m; (m = re.exec(answer)); ) {
+    const label = m[1] || m[2];
+    // `docs/a.md:1-2` must not match inside `xdocs/a.md:1-23`.
+    const before = answer[m.index - 1];
+    const after = answer[m.index + m[0].length];
+    if (!m[1] && ((before && /[\w./-]/.test(before)) || (after && /\d/.test(after)))) continue;
+    if (m.index > last) out.push({ text: answer.slice(last, m.index) });
+    out.push({ text: label, citation: byLabel.get(label) });
+    last = m.index + m[0].length;
+  }
+  if (last < answer.length) out.push({ text: answer.slice(last) });
+  return out;
+}
+
+if (typeof module !== "undefined" && module.exports) {
+  module.exports = { parseSse, contentText, answerSegments, citationLabel };
+}
+
+// --- the page -----------------------------------------------------------------------------------------------
+if (typeof document !== "undefined") {
+  const PAGE = "/lotsman/";
+  // The LangGraph API is served from the same origin, at the root the page is mounted under.
+  const apiRoot = location.pathname.slice(0, Math.max(0, location.pathname.lastIndexOf(PAGE)));
+  const pageRoot = apiRoot + PAGE;
+  const $ = (id) => document.getElementById(id);
+  const state = { session: "", threadId: null, busy: false, turns: 0 };
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") node.className = v;
+      else if (k === "text") node.textContent = v;
+      else node.setAttribute(k, v);
+    }
+    for (const child of children) node.append(child);
+    return node;
+  }
+
+  function token() {
+    return sessionStorage.getItem("lotsman-token") || "";
+  }
+
+  function headers(extra) {
+    const h = { ...(extra || {}) };
+    if (token()) h.Authorization = `Bearer ${token()}`;
+    return h;
+  }
+
+  class ApiError extends Error {
+    constructor(message, status) {
+      super(message);
+      this.status = status;
+    }
+  }
+
+  async function errorOf(res) {
+    let message = `${res.status} ${res.statusText}`;
+    try {
+      const body = await res.json();
+      message = body.error || body.detail || body.message || message;
+    } catch (_) { /* not JSON */ }
+    if (res.status === 401 || res.status === 403) showTokenForm();
+    return new ApiError(typeof message === "string" ? message : JSON.stringify(message), res.status);
+  }
+
+  async function getJson(url) {
+    const res = await fetch(url, { headers: headers() });
+    if (!res.ok) throw await errorOf(res);
+    return res.json();
+  }
+
+  async function postJson(url, body) {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: headers({ "Content-Type": "application/json" }),
+      body: JSON.stringify(body),
+    });
+    if (!res.ok) throw await errorOf(res);
+    return res;
+  }
+
+  function notice(text, isError) {
+    const n = $("notice");
+    n.textContent = text || "";
+    n.hidden = !text;
+    n.classList.toggle("error", Boolean(isError));
+  }
+
+  function showTokenForm() {
+    $("token-form").hidden = false;
+  }
+
+  // --- sessions ---------------------------------------------------------------------------------------------
+  async function loadSessions() {
+    const select = $("session");
+    try {
+      const { sessions } = await getJson(`${pageRoot}api/sessions`);
+      select.replaceChildren();
+      if (!sessions.length) {
+        select.append(el("option", { value: "", text: "нет сессий" }));
+        notice("Нет проиндексированных репозиториев: выполните `lotsman index PATH --session NAME` и обновите страницу.");
+        return;
+      }
+      for (const s of sessions) {
+        const revision = s.revision ? ` @ ${String(s.revision).slice(0, 10)}` : "";
+        select.append(el("option", { value: s.name, text: `${s.name}${revision} (${s.rows} строк)` }));
+      }
+      const wanted = new URLSearchParams(location.search).get("session") || localStorage.getItem("lotsman-session");
+      if (wanted && sessions.some((s) => s.name === wanted)) select.value = wanted;
+      select.disabled = false;
+      chooseSession(select.value);
+      notice("");
+    } catch (err) {
+      notice(`Не удалось получить список сессий: ${err.message}`, true);
+    }
+  }
+
+  function chooseSession(name) {
+    state.session = name;
+    localStorage.setItem("lotsman-session", name);
+    newThread();
+  }
+
+  function newThread() {
+    state.threadId = null;
+    $("conversation").replaceChildren();
+    $("question").focus();
+  }
+
+  // --- one turn -----------------------------------------------------------------------------------------------
+  function turnView(question) {
+    state.turns += 1;
+    const id = `t${state.turns}`;
+    const text = el("div", { class: "answer-text", text: "Ищу ответ…" });
+    const answer = el("section", { class: "answer pending", "aria-label": "Ответ" }, text);
+    const turn = el("article", { class: "turn", id, "data-turn": String(state.turns) },
+      el("div", { class: "question", text: question }), answer);
+    $("conversation").append(turn);
+    turn.scrollIntoView({ block: "end" });
+    return { id, turn, answer, text };
+  }
+
+  async function createThread() {
+    const res = await postJson(`${apiRoot}/threads`, {});
+    return (await res.json()).thread_id;
+  }
+
+  /** Run the question on the thread; stream tokens into `view`; resolve to the run's final state. */
+  async function streamRun(question, view) {
+    const res = await postJson(`${apiRoot}/threads/${encodeURIComponent(state.threadId)}/runs/stream`, {
+      assistant_id: "lotsman",
+      input: { messages: [{ role: "human", content: question }] },
+      context: { rag_session_id: state.session },
+      stream_mode: ["messages-tuple", "values"],
+      on_disconnect: "cancel",
+    });
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    let streamed = "";
+    const run = { runId: null, values: null, error: null };
+    for (;;) {
+      const { value, done } = await reader.read();
+      buffer += decoder.decode(value || new Uint8Array(), { stream: !done });
+      const [events, rest] = parseSse(buffer);
+      buffer = rest;
+      for (const { event, data } of events) {
+        const payload = JSON.parse(data);
+        if (event === "metadata") run.runId = payload.run_id;
+        else if (event === "values") run.values = payload;
+        else if (event === "error") run.error = payload.message || payload.error || data;
+        else if (event === "messages" && Array.isArray(payload)) {
+          const [chunk] = payload;
+          if (!chunk || !String(chunk.type).startsWith("AI")) continue;
+          const piece = contentText(chunk.content);
+          // Tokens arrive as AIMessageChunk pieces; an answer composed offline arrives whole.
+          streamed = chunk.type === "AIMessageChunk" ? streamed + piece : piece;
+          if (streamed) {
+            view.text.textContent = streamed;
+            view.answer.classList.remove("pending");
+          }
+        }
+      }
+      if (done) break;
+    }
+    if (run.error) throw new ApiError(run.error, 0);
+    return run;
+  }
+
+  function renderAnswer(view, question, run) {
+    const values = run.values || {};
+    const answer = typeof values.answer === "string" ? values.answer : view.text.textContent;
+    const citations = Array.isArray(values.citations) ? values.citations : [];
+    view.answer.classList.remove("pending");
+    view.answer.classList.toggle("abstained", values.abstained === true);
+    const sources = el("ol", { class: "sources", "aria-label": "Источники" });
+    const items = citations.map((c, i) => sourceItem(view, c, i));
+    const links = [];
+    view.text.replaceChildren();
+    for (const seg of answerSegments(answer, citations)) {
+      if (seg.citation === undefined) view.text.append(document.createTextNode(seg.text));
+      else {
+        const link = citationLink(view, citations[seg.citation], seg.citation, items[seg.citation]);
+        links.push(link);
+        view.text.append(link);
+      }
+    }
+    if (items.length) {
+      sources.append(...items.map((item) => item.li));
+      view.answer.append(sources);
+    }
+    const meta = [];
+    if (values.abstained === true) meta.push("в индексе нет ответа на этот вопрос");
+    if (values.answer_mode) meta.push(`режим: ${values.answer_mode}`);
+    if (meta.length) view.answer.append(el("div", { class: "meta", text: meta.join(" · ") }));
+    view.answer.append(voteBar(question, answer, citations, run.runId));
+  }
+
+  function citationLink(view, citation, index, item) {
+    const link = el("a", { class: "citation", href: `#${view.id}-src-${index}`, "aria-expanded": "false",
+      "data-path": citation.path, "data-start": String(citation.start_line), "data-end": String(citation.end_line),
+      text: citationLabel(citation) });
+    link.addEventListener("click", (ev) => {
+      ev.preventDefault();
+      item.toggle();
+    });
+    item.links.push(link);
+    return link;
+  }
+
+  function sourceItem(view, citation, index) {
+    const lines = el("div", { class: "lines", hidden: "" });
+    const li = el("li", { id: `${view.id}-src-${index}`, class: "source" });
+    const item = { li, lines, links: [], loaded: false };
+    const head = citationLink(view, citation, index, item);
+    li.append(head, lines);
+    item.toggle = async () => {
+      const open = lines.hidden;
+      lines.hidden = !open;
+      for (const l of item.links) l.setAttribute("aria-expanded", String(open));
+      if (open && !item.loaded) {
+        item.loaded = true;
+        await loadLines(citation, lines);
+      }
+      if (open) li.scrollIntoView({ block: "nearest" });
+    };
+    return item;
+  }
+
+  async function loadLines(citation, box) {
+    box.replaceChildren(el("div", { class: "line", text: "загрузка…" }));
+    const q = new URLSearchParams({ session: state.session, path: citation.path,
+      start_line: String(citation.start_line), end_line: String(citation.end_line) });
+    try {
+      const data = await getJson(`${pageRoot}api/read?${q}`);
+      box.replaceChildren(...data.lines.map((line) => el("div", { class: "line" },
+        el("span", { class: "no", text: String(line.number) }), el("span", { class: "text", text: line.text }))));
+    } catch (err) {
+      box.classList.add("error");
+      box.replaceChildren(document.createTextNode(`Не удалось прочитать строки: ${err.message}`));
+    }
+  }
+
+  // --- votes --------------------------------------------------------------------------------------------------
+  function voteBar(question, answer, citations, runId) {
+    const bar = el("div", { class: "vote", role: "group", "aria-label": "Оценка ответа" });
+    const up = el("button", { type: "button", class: "thumb up", "aria-pressed": "false", title: "Ответ помог", text: "👍" });
+    const down = el("button", { type: "button", class: "thumb down", "aria-pressed": "false", title: "Ответ не помог", text: "👎" });
+    const comment = el("textarea", { class: "comment", maxlength: "2000", hidden: "",
+      placeholder: "Комментарий (необязательно): что было не так или чего не хватило" });
+    const send = el("button", { type: "button", class: "send", hidden: "", text: "Отправить оценку" });
+    const status = el("span", { class: "status", role: "status" });
+    let score = 0;
+    for (const [button, value] of [[up, 1], [down, -1]]) {
+      button.addEventListener("click", () => {
+        score = value;
+        up.setAttribute("aria-pressed", String(value === 1));
+        down.setAttribute("aria-pressed", String(value === -1));
+        comment.hidden = false;
+        send.hidden = false;
+        comment.focus();
+      });
+    }
+    send.addEventListener("click", async () => {
+      send.disabled = true;
+      status.className = "status";
+      status.textContent = "отправляю…";
+      try {
+        await postJson(`${pageRoot}api/feedback`, { session: state.session, score, question, answer, citations,
+          comment: comment.value, run_id: runId, thread_id: state.threadId });
+        for (const b of [up, down, comment]) b.disabled = true;
+        send.hidden = true;
+        status.className = "status done";
+        status.textContent = "Спасибо, оценка сохранена";
+      } catch (err) {
+        send.disabled = false;
+        status.className = "status failed";
+        status.textContent = `Оценка не сохранена: ${err.message}`;
+      }
+    });
+    bar.append(up, down, comment, send, status);
+    return bar;
+  }
+
+  // --- the form -----------------------------------------------------------------------------------------------
+  async function ask(question) {
+    const view = turnView(question);
+    try {
+      if (!state.threadId) state.threadId = await createThread();
+      renderAnswer(view, question, await streamRun(question, view));
+    } catch (err) {
+      view.answer.classList.remove("pending");
+      view.answer.classList.add("failed");
+      view.text.textContent = `Ошибка: ${err.message}`;
+    }
+    view.turn.scrollIntoView({ block: "end" });
+  }
+
+  $("ask-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const box = $("question");
+    const question = box.value.trim();
+    if (!question || state.busy) return;
+    if (!state.session) {
+      notice("Сначала выберите сессию.", true);
+      return;
+    }
+    state.busy = true;
+    $("ask").disabled = true;
+    box.value = "";
+    try {
+      await ask(question);
+    } finally {
+      state.busy = false;
+      $("ask").disabled = false;
+      box.focus();
+    }
+  });
+
+  $("question").addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      $("ask-form").requestSubmit();
+    }
+  });
+
+  $("session").addEventListener("change", (ev) => chooseSession(ev.target.value));
+  $("new-thread").addEventListener("click", newThread);
+  $("token-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    sessionStorage.setItem("lotsman-token", $("token").value.trim());
+    $("token-form").hidden = true;
+    loadSessions();
+  });
+
+  loadSessions();
+}
