@@ -3,7 +3,253 @@
 from __future__ import annotations
 
 import argparse
+import json
+import re
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from graph.cli_commands import session_name
+from graph.settings import Settings
+from graph.terminal import printable
+from stores.errors import UsageError
+
+if TYPE_CHECKING:
+    from stores.question_log import GapGroup
+
+TOPIC_THRESHOLDS = {"use": 0.50, "e5": 0.88, "gigachat": 0.80, "fake": 0.50}
+"""Cosine similarity at which two groups of questions are one topic, per embedder. Measured on 18 questions
+about 6 topics, Russian and English mixed: `use` at 0.50 gives 8 groups, none mixing topics (0.40 mixes two
+pairs of topics); multilingual-e5-small's questions all lie at 0.77-0.91 of each other, and 0.88 gives 13
+groups, none mixed (0.85 mixes four topics). GigaChat's figure is not measured here (no network): pass
+`--threshold`."""
+DEFAULT_TOPIC_THRESHOLD = 0.80
+EXAMPLES_SHOWN = 5
+
+_RELATIVE = re.compile(r"^(\d{1,5})([dhw])$")
+
+
+def parse_since(text: str, *, now: datetime | None = None) -> datetime:
+    """`--since`: an ISO date (`2026-11-30`, midnight UTC), an ISO date and time (UTC unless it says), or an
+    age (`7d`, `24h`, `2w`); anything else is a one-line `UsageError`."""
+    value = text.strip()
+    now = now or datetime.now(UTC)
+    if m := _RELATIVE.match(value):
+        unit = {"d": "days", "h": "hours", "w": "weeks"}[m[2]]
+        return now - timedelta(**{unit: int(m[1])})
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"--since: {text!r} is not a date: give 2026-11-30, 2026-11-30T12:00 or an age "
+                         "like 7d, 24h, 2w") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    if when > now:
+        raise UsageError(f"--since: {text!r} is in the future: nothing could have been asked since")
+    return when
+
+
+def _since(value: str) -> datetime:
+    try:
+        return parse_since(value)
+    except UsageError as exc:  # argparse shows it as `argument --since: ...`
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--since: ")) from None
+
+
+def _share(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {value!r}") from None
+    if not 0.0 <= number <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {number}")
+    return number
+
+
+# --- lotsman feedback ---------------------------------------------------------------------------------------
+def _open_db(settings: Settings) -> Any:
+    from stores.database import Database
+    from stores.schema import ensure_tables
+
+    db = Database.from_settings(settings)
+    with db.connection() as conn:
+        ensure_tables(conn)
+    return db
+
+
+def _cmd_feedback_list(args: argparse.Namespace, settings: Settings) -> int:
+    from stores.feedback import cited_paths, list_feedback
+
+    with _open_db(settings) as db, db.connection() as conn:
+        votes = list_feedback(conn, args.session, since=args.since)
+    if args.json:
+        rows = [{"feedback_id": v.feedback_id, "score": v.score, "question": v.question, "answer": v.answer,
+                 "citations": v.citations, "comment": v.comment, "run_id": v.run_id, "thread_id": v.thread_id,
+                 "langsmith_sent": v.langsmith_sent, "created_at": v.created_at.isoformat()} for v in votes]
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return 0
+    if not votes:
+        print(f"no votes on session '{printable(args.session)}' yet")
+        return 0
+    up = sum(v.score > 0 for v in votes)
+    print(f"{len(votes)} votes on session '{printable(args.session)}': {up} up, {len(votes) - up} down")
+    for v in votes:
+        files = ", ".join(cited_paths(v.citations)[:3]) or "no citations"
+        note = f" — {printable(v.comment)}" if v.comment else ""
+        print(f"{v.created_at:%Y-%m-%d %H:%M}  {'+1' if v.score > 0 else '-1'}  {printable(v.question[:120])}  "
+              f"[{printable(files)}]{note}")
+    return 0
+
+
+def _cmd_feedback_export(args: argparse.Namespace, settings: Settings) -> int:
+    from stores.feedback import feedback_cases, list_feedback
+
+    with _open_db(settings) as db, db.connection() as conn:
+        votes = list_feedback(conn, args.session, since=args.since)
+    cases = feedback_cases(votes, up_only=args.up_only)
+    text = "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in cases)
+    review = sum(1 for c in cases if c.get("needs_review"))
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        try:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    where = f"to {args.out}" if args.out else "to stdout"
+    print(f"{len(cases)} cases from {len(votes)} votes written {where}; {review} down-voted need review "
+          "(answerable and gold_paths) before `lotsman eval` accepts them", file=sys.stderr)
+    return 0
+
+
+# --- lotsman gaps -------------------------------------------------------------------------------------------
+def _cmd_gaps(args: argparse.Namespace, settings: Settings) -> int:
+    from stores.question_log import purge_questions
+
+    if args.purge:
+        with _open_db(settings) as db, db.connection() as conn:
+            n = purge_questions(conn, args.session)
+        print(f"deleted {n} logged questions of session '{printable(args.session)}' (votes are kept)")
+        return 0
+    report = gaps_report(settings, args.session, since=args.since, low_confidence=args.low_confidence,
+                         threshold=args.threshold)
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        print_gaps(report, logging_on=settings.log_questions)
+    return 0
+
+
+def _embed_questions(embedder: Any, texts: list[str]) -> Any:
+    import numpy as np
+
+    if embedder.name.startswith("gigachat"):  # one request per batch, and no query/passage prefixes
+        return np.asarray(embedder.embed_documents(texts))
+    # e5 places questions apart only with its `query: ` prefix (with `passage: ` all lie at 0.85-0.91)
+    return np.asarray([embedder.embed_query(t) for t in texts])
+
+
+def gaps_report(settings: Settings, session: str, *, since: datetime | None, low_confidence: float,
+                threshold: float | None) -> dict[str, Any]:
+    """The gap report of a session as JSON-ready data (what `--json` prints)."""
+    from stores.embedders import make_embedder
+    from stores.feedback import cited_paths, list_feedback
+    from stores.question_log import (
+        MAX_GAP_ROWS,
+        REASONS,
+        Vote,
+        distinct_questions,
+        group_gaps,
+        list_questions,
+        nearest_paths,
+        select_gap_questions,
+    )
+    from stores.sessions import get_session
+
+    with _open_db(settings) as db, db.connection() as conn:
+        found = get_session(conn, session)
+        logged = list_questions(conn, found, since=since)
+        votes = [Vote(v.question, v.score, v.run_id, tuple(cited_paths(v.citations)), v.created_at)
+                 for v in list_feedback(conn, found.rag_session_id, since=since)]
+        gaps = select_gap_questions(logged, votes, low_confidence=low_confidence)
+        buckets = distinct_questions(gaps)
+        groups: list[GapGroup] = []
+        if buckets:
+            embedder = make_embedder(found.embedder, settings)
+            found.check_embedder(embedder.name, embedder.dim)
+            vectors = _embed_questions(embedder, [b[-1].question for b in buckets])
+            limit = threshold if threshold is not None else TOPIC_THRESHOLDS.get(
+                found.embedder.split(":", 1)[0], DEFAULT_TOPIC_THRESHOLD)
+            groups = group_gaps(buckets, vectors, threshold=limit)
+            for group in groups:
+                if not group.nearest_files:  # nothing logged came near: ask the index itself
+                    paths = nearest_paths(conn, found, vectors[list(group.members)].mean(axis=0).tolist())
+                    group.nearest_files.extend({"path": p, "count": 0} for p in paths)
+    return {
+        "session": found.name,
+        "since": since.isoformat() if since else None,
+        "logged_questions": len(logged),
+        "log_truncated": len(logged) >= MAX_GAP_ROWS,
+        "votes": len(votes),
+        "gap_questions": len(gaps),
+        "reasons": {r: n for r in REASONS if (n := sum(r in g.reasons for g in gaps))},
+        "low_confidence_below": low_confidence,
+        "groups": [{"topic": g.topic, "count": g.count, "reasons": g.reasons, "questions": g.questions,
+                    "nearest_files": g.nearest_files} for g in groups],
+    }
+
+
+def print_gaps(report: dict[str, Any], *, logging_on: bool) -> None:
+    """The report as text: a summary line, then each topic with its examples and nearest files."""
+    since = f" since {report['since']}" if report["since"] else ""
+    name = printable(report["session"])
+    if not report["groups"]:
+        hint = "" if report["logged_questions"] or logging_on else (
+            " (no question is logged: set LOTSMAN_LOG_QUESTIONS=true where questions are asked)")
+        print(f"no coverage gaps in session '{name}'{since}: {report['logged_questions']} logged questions, "
+              f"{report['votes']} votes{hint}")
+        return
+    reasons = ", ".join(f"{n} {r}" for r, n in report["reasons"].items())
+    print(f"coverage gaps in session '{name}'{since}: {report['gap_questions']} of {report['logged_questions']} "
+          f"logged questions and {report['votes']} votes ({reasons}), in {len(report['groups'])} topics")
+    for n, group in enumerate(report["groups"], 1):
+        why = ", ".join(f"{c} {r}" for r, c in group["reasons"].items())
+        print(f"\n{n}. {printable(group['topic'][:160])}  — {group['count']} asked ({why})")
+        for q in group["questions"][:EXAMPLES_SHOWN]:
+            times = f" ×{q['count']}" if q["count"] > 1 else ""
+            print(f"   - {printable(q['question'][:160])}{times}  [{', '.join(q['reasons'])}]")
+        if len(group["questions"]) > EXAMPLES_SHOWN:
+            print(f"   … and {len(group['questions']) - EXAMPLES_SHOWN} more (--json lists all)")
+        if group["nearest_files"]:
+            print(f"   nearest files: {printable(', '.join(f['path'] for f in group['nearest_files']))}")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this module's subcommands (module-level imports stay light: `lotsman ask` pays for them)."""
+    fb = sub.add_parser("feedback", help="votes on answers: list them, export them as eval cases")
+    actions = fb.add_subparsers(dest="feedback_action", required=True)
+    p = actions.add_parser("list", help="the session's votes, oldest first")
+    p.add_argument("--session", required=True, type=session_name)
+    p.add_argument("--since", type=_since, help="only votes since DATE (2026-11-30, or an age: 7d, 24h)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_cmd_feedback_list)
+    p = actions.add_parser("export", help="write the votes as eval cases (JSONL of `lotsman eval`)")
+    p.add_argument("--session", required=True, type=session_name)
+    p.add_argument("--out", type=Path, help="file to write (default: stdout)")
+    p.add_argument("--since", type=_since, help="only votes since DATE (2026-11-30, or an age: 7d, 24h)")
+    p.add_argument("--up-only", action="store_true",
+                   help="leave out down-voted questions (they need a person's review before an eval)")
+    p.set_defaults(handler=_cmd_feedback_export)
+
+    p = sub.add_parser("gaps", help="questions the docs fail (refused, low confidence, voted down) by topic")
+    p.add_argument("--session", required=True, type=session_name)
+    p.add_argument("--since", type=_since, help="only questions since DATE (2026-11-30, or an age: 7d, 24h)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--low-confidence", type=_share, default=0.5, metavar="X",  # question_log.DEFAULT_LOW_CONFIDENCE
+                   help="an answer whose logged confidence is below X is a gap (default 0.5)")
+    p.add_argument("--threshold", type=_share, metavar="X",
+                   help="similarity at which questions are one topic (default per embedder)")
+    p.add_argument("--purge", action="store_true", help="delete the session's question log instead")
+    p.set_defaults(handler=_cmd_gaps)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
@@ -113,8 +114,8 @@ def langsmith_run_id(run_id: str | None) -> str | None:
 
 def record_feedback(
     conn: psycopg.Connection,
-    *,
     session_name: str,
+    *,
     run_id: str | None,
     thread_id: str | None,
     question: str,
@@ -181,9 +182,15 @@ def langsmith_client(settings: Any) -> Any:
     key = getattr(settings, "langsmith_api_key", None)
     if not getattr(settings, "langsmith_tracing", False) or key is None or not key.get_secret_value():
         return None
+    return _client(key.get_secret_value())
+
+
+@functools.lru_cache(maxsize=2)
+def _client(api_key: str) -> Any:
     from langsmith import Client
 
-    return Client(api_key=key.get_secret_value())
+    # Votes only: no background batch thread (the tracer keeps its own client).
+    return Client(api_key=api_key, auto_batch_tracing=False)
 
 
 _COLUMNS = ("feedback_id, session_name, run_id, thread_id, question, answer, citations, score, comment, "
@@ -200,3 +207,56 @@ def list_feedback(conn: psycopg.Connection, session_name: str, *, since: datetim
             (session.rag_session_id, since, since),
         ).fetchall()
     return [Feedback(**row) for row in rows]
+
+
+# --- votes as eval cases (pure) ------------------------------------------------------------------------------
+EXPORT_ROUTE = "DOC_EXPLAIN/SUMMARY"
+"""The route a vote's case is given: the vote does not record the route, so this is a placeholder that the
+`route-unreviewed` tag flags (a FIND_FILES question needs `DOC_EXPLAIN/FIND_FILES` by hand)."""
+
+
+def cited_paths(citations: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The distinct files an answer cited, in citation order."""
+    return list(dict.fromkeys(c["path"] for c in citations if c.get("path")))
+
+
+def feedback_case(vote: Feedback) -> dict[str, Any]:
+    """One vote as an eval case (SPEC §7 JSONL).
+
+    - up-voted with citations: answerable, the cited files are the gold paths;
+    - up-voted without citations: the user agreed the index does not answer it, so unanswerable;
+    - down-voted: `answerable: null` and `needs_review: true` with the answer, its files and the comment
+      under `review`: nobody knows yet which files answer it, or whether any does. `lotsman eval` refuses
+      such a line (answerable must be true or false) until a person decides, so it cannot skew a metric.
+    """
+    files = cited_paths(vote.citations)
+    case: dict[str, Any] = {
+        "id": f"fb-{vote.feedback_id[:12]}",
+        "question": vote.question,
+        "history": [],
+        "expected_route": EXPORT_ROUTE,
+        "gold_paths": files if vote.score > 0 else [],
+        "key_facts": [],
+        "answerable": bool(files) if vote.score > 0 else None,
+        "tags": ["feedback", "up-voted" if vote.score > 0 else "down-voted", "route-unreviewed"],
+        "source": {"feedback_id": vote.feedback_id, "run_id": vote.run_id, "thread_id": vote.thread_id,
+                   "voted_at": vote.created_at.isoformat()},
+    }
+    if vote.score < 0:
+        case["needs_review"] = True
+        case["review"] = {"answer": vote.answer, "cited": files, "comment": vote.comment}
+    elif vote.comment:
+        case["source"]["comment"] = vote.comment
+    return case
+
+
+def feedback_cases(votes: Sequence[Feedback], *, up_only: bool = False) -> list[dict[str, Any]]:
+    """Votes (oldest first) as eval cases: one per distinct question (case and spacing aside), its latest
+    vote deciding; with `up_only`, questions whose latest vote is down are left out."""
+    from stores.question_log import question_key
+
+    latest: dict[str, Feedback] = {}
+    for vote in votes:
+        latest.pop(question_key(vote.question), None)  # re-inserted: the order is that of the latest votes
+        latest[question_key(vote.question)] = vote
+    return [feedback_case(v) for v in latest.values() if not (up_only and v.score < 0)]
