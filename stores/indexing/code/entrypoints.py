@@ -1,4 +1,5 @@
-"""C3_ENTRYPOINTS: HTTP routes, CLI commands and `__main__` blocks (plus endpoint facts for D2)."""
+"""C3_ENTRYPOINTS: HTTP routes, CLI commands, background tasks, scheduled jobs and `__main__` blocks (plus
+endpoint facts for D2); seed 003 §5.2 attributes from `entry_details`."""
 
 from __future__ import annotations
 
@@ -6,6 +7,17 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
+from stores.indexing.code.entry_details import (
+    CliParam,
+    TaskInfo,
+    args_schema_line,
+    decorator_task,
+    function_cli_params,
+    http_details,
+    option_param,
+    registered_job,
+    security_objects,
+)
 from stores.indexing.code.module import ModuleContext, dotted_name
 from stores.indexing.code.routes import (
     Route,
@@ -29,7 +41,7 @@ class Entrypoint:
     """One way into the program."""
 
     entry_type: str
-    """`http`, `cli` or `main`."""
+    """`http`, `cli`, `task` (Celery tasks and scheduled jobs) or `main`."""
     route_or_command: str
     handler: str | None
     framework: str
@@ -40,6 +52,8 @@ class Entrypoint:
     evidence_end: int
     methods: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    details: list[str] = field(default_factory=list)
+    """Searchable lines of the seed 003 attributes (`request_model: HeroCreate`, `task.cron: ...`)."""
 
 
 def find_entrypoints(context: ModuleContext, symbols: list[Symbol]) -> list[Entrypoint]:
@@ -47,24 +61,57 @@ def find_entrypoints(context: ModuleContext, symbols: list[Symbol]) -> list[Entr
     prefixes = router_prefixes(context.tree)
     web = next((name for name in WEB_FRAMEWORKS if context.uses(name)), "unknown")
     cli = "typer" if context.uses("typer") else "click" if context.uses("click") else None
+    security = security_objects(context.tree)
+    celery = context.uses("celery")
     entries: list[Entrypoint] = []
     for symbol, node in function_nodes(symbols):
         for decorator in node.decorator_list:
             route = decorator_route(decorator, prefixes)
             if route is not None:
-                entries.append(_http_entry(route, decorator, symbol.qname, web, (symbol.start, symbol.end)))
+                entry = _http_entry(route, decorator, symbol.qname, web, (symbol.start, symbol.end))
+                _add_http_details(entry, http_details(decorator if isinstance(decorator, ast.Call) else None,
+                                                      node, security))
+                entries.append(entry)
             elif cli and (command := _cli_command(decorator, node.name)):
                 start, end = _lines(decorator)
-                entries.append(
-                    Entrypoint("cli", command, symbol.qname, cli, symbol.start, symbol.end, start, end)
-                )
+                entry = Entrypoint("cli", command, symbol.qname, cli, symbol.start, symbol.end, start, end)
+                _add_cli_params(entry, function_cli_params(node, typer=cli == "typer"))
+                entries.append(entry)
+            elif task := decorator_task(decorator, celery=celery):
+                start, end = _lines(decorator)
+                entries.append(_task_entry(task, symbol.qname, (symbol.start, symbol.end), (start, end)))
     for call in context.calls:
         if (route := registration_route(call, prefixes)) is not None:
             handler = context.resolve(route.handler_ref)[0] if route.handler_ref else None
             route.extra["declared_in"] = _enclosing(symbols, call.lineno) or context.module
-            entries.append(_http_entry(route, call, handler, web, _lines(call)))
+            entry = _http_entry(route, call, handler, web, _lines(call))
+            _add_http_details(entry, http_details(call, None, security))
+            entries.append(entry)
+        elif (job := registered_job(call)) is not None:
+            handler = context.resolve(job[0])[0]
+            entries.append(_task_entry(job[1], handler, _lines(call), _lines(call)))
     entries += _main_entries(context)
     return sorted(entries, key=lambda e: (e.evidence_start, e.route_or_command))
+
+
+def _add_http_details(entry: Entrypoint, details: Any) -> None:
+    entry.extra |= details.metadata()
+    entry.details += details.lines()
+
+
+def _add_cli_params(entry: Entrypoint, params: list[CliParam]) -> None:
+    if params:
+        entry.extra["cli.args_schema"] = [p.as_dict() for p in params]
+    if line := args_schema_line(params):
+        entry.details.append(line)
+
+
+def _task_entry(task: TaskInfo, handler: str | None, span: tuple[int, int], evidence: tuple[int, int]) -> Entrypoint:
+    name = task.name or (handler or "?")
+    entry = Entrypoint("task", name, handler, task.framework, span[0], span[1], evidence[0], evidence[1])
+    entry.extra |= {key: value for key, value in (("task.queue", task.queue), ("task.cron", task.cron)) if value}
+    entry.details += task.lines()
+    return entry
 
 
 def entrypoint_records(
@@ -86,7 +133,8 @@ def entrypoint_records(
     for entry in entries:
         title = _title(entry)
         handler_doc = docs.get(entry.handler or "", "")
-        content = "\n".join(part for part in (f"{title} → {entry.handler or '?'}", handler_doc) if part)
+        head = f"{title} → {entry.handler or '?'}"
+        content = "\n".join(part for part in (head, *entry.details, handler_doc) if part)
         metadata = {
             "entry_type": entry.entry_type,
             "methods": entry.methods,
@@ -136,6 +184,8 @@ def _endpoint_fact(context: ModuleContext, entry: Entrypoint, method: str) -> Ch
 def _title(entry: Entrypoint) -> str:
     if entry.entry_type == "http":
         return f"{' '.join(entry.methods)} {entry.route_or_command}"
+    if entry.entry_type == "task" and entry.extra.get("task.cron"):
+        return f"scheduled task {entry.route_or_command} ({entry.extra['task.cron']})"
     return f"{entry.entry_type} {entry.route_or_command}"
 
 
@@ -184,15 +234,53 @@ def _main_entries(context: ModuleContext) -> list[Entrypoint]:
             entries.append(
                 Entrypoint("main", f"python -m {package}", handler, "python", start, end, start, end)
             )
-    for call in context.calls:
-        if (
-            isinstance(call.func, ast.Attribute)
-            and call.func.attr == "add_parser"
-            and (command := literal(call.args[0] if call.args else None))
-        ):
-            start, end = _lines(call)
-            entries.append(Entrypoint("cli", command, None, "argparse", start, end, start, end))
+    commands: dict[str, Entrypoint] = {}
+    for walked in ast.walk(context.tree):
+        if isinstance(walked, ast.Assign | ast.Expr):
+            call: ast.expr = walked.value
+            if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "add_parser"
+                    and (command := literal(call.args[0] if call.args else None))):
+                start, end = _lines(call)
+                entry = Entrypoint("cli", command, None, "argparse", start, end, start, end)
+                entries.append(entry)
+                for target in walked.targets if isinstance(walked, ast.Assign) else []:
+                    if name := dotted_name(target):
+                        commands[name] = entry
+    _argparse_schemas(context, entries, commands)
     return entries
+
+
+def _argparse_schemas(context: ModuleContext, entries: list[Entrypoint], commands: dict[str, Entrypoint]) -> None:
+    """`cli.args_schema` from `add_argument` calls: a sub-command's own parser's, else the program's (its
+    `__main__` entry, or an entry of its own at the `ArgumentParser(...)` call)."""
+    own: dict[int, list[CliParam]] = {}
+    program: list[CliParam] = []
+    parser_line: tuple[int, int] | None = None
+    for call in sorted(context.calls, key=lambda c: (c.lineno, c.col_offset)):
+        written = dotted_name(call.func) or ""
+        if written.rsplit(".", 1)[-1] == "ArgumentParser" and parser_line is None:
+            parser_line = _lines(call)
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"):
+            continue
+        param = option_param(call)
+        if param is None:
+            continue
+        receiver = commands.get(dotted_name(call.func.value) or "")
+        if receiver is not None:
+            own.setdefault(id(receiver), []).append(param)
+        else:
+            program.append(param)
+    for entry in entries:
+        if id(entry) in own:
+            _add_cli_params(entry, own[id(entry)])
+    if not program:
+        return
+    mains = [e for e in entries if e.entry_type == "main"]
+    if not mains and parser_line is not None:
+        mains = [Entrypoint("cli", f"python -m {context.module}", None, "argparse", *parser_line, *parser_line)]
+        entries += mains
+    for entry in mains:
+        _add_cli_params(entry, program)
 
 
 def _is_main_test(test: ast.expr) -> bool:

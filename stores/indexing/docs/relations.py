@@ -47,7 +47,7 @@ class Edge:
 
 def module_relation_edges(doc: MarkdownDoc, profile: DocProfile, frontmatter: dict[str, Any]) -> list[Edge]:
     """Seed 003 §5.1 relation fields: one edge per value, from the document's id, on the value's own line."""
-    head = doc.lines[: max(doc.body_start - 1, 0)]
+    head = list(doc.lines[: max(doc.body_start - 1, 0)])
     return [
         Edge(profile.doc_id, value, name, relation_field(name).target_kind, value_line(head, name, value))
         for name, values in relation_values(frontmatter).items()
