@@ -16,18 +16,23 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from graph import question_logging
 from graph.context import Context
 from graph.deps import GraphDeps, SessionBundle
 from graph.errors import surface_errors
 from graph.state import RetrievalReport, SessionRef, State
 from graph.terminal import undecodable
-from nodes.answer_composition import compose_extractive, compose_with_llm
+from nodes.answer_composition import Answer, compose_extractive, compose_with_llm
+from nodes.answer_composition.links import citation_href, link_citations
 from nodes.answer_composition.llm import llm_answer_wanted
 from nodes.context_analysis import Analysis, Embed, analyze, analyze_with_llm
 from nodes.context_analysis.card_sources import ReadSources, read_card_sources
 from nodes.conversation_understanding import StandaloneRequest, rewrite_with_llm, standalone_request
+from nodes.conversation_understanding.messages import content_text, unlink_citations
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing import RouteResult
 from nodes.llm_budget import (
@@ -70,14 +75,18 @@ def timed(name: str, first: bool = False) -> Callable[[Node], Node]:
 
 
 def _text(message: AnyMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    return " ".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+    """The words of a turn: text blocks only (`content_text`), an answer's citation links read back as the
+    citations they stand for (`unlink_citations`)."""
+    text = content_text(message.content)
+    return unlink_citations(text) if isinstance(message, AIMessage) else text
 
 
 def split_conversation(messages: list[AnyMessage]) -> tuple[str, list[dict[str, str]]]:
-    """The last user message (the question) and the turns before it as role/content dicts."""
+    """The last user message (the question) and the turns before it as role/content dicts.
+
+    Content may be a string or a list of content blocks (agent-chat-ui): only text blocks are read, and a
+    turn without any is an empty question (docs/logic/conversation_understanding.md).
+    """
     last = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
     if last < 0:
         return "", []
@@ -300,12 +309,48 @@ def answer_composition(deps: GraphDeps) -> Node:
             answer = compose_extractive(request.text, analysis, route)
         text = with_offline_note(answer.text, budget, analysis.language)
         citations = [c.model_dump() for c in answer.citations]
+        config = get_config()
+        session = state["session"].name if "session" in state else runtime.context.rag_session_id
+        base = str((config.get("configurable") or {}).get(BASE_URL_KEY) or "")
+        linked = link_citations(text, answer.citations, lambda cite: citation_href(cite, session, base))
+        if deps.settings.log_questions:
+            await asyncio.to_thread(_log_turn, deps, config, session, request, route, answer, analysis)
         return {
             "answer": text, "citations": citations, "abstained": answer.abstained,
             "citations_removed": list(answer.removed_citations),
             "answer_mode": budget.answer_mode, "offline_reason": budget.offline_reason, "llm_budget": budget,
-            "messages": [AIMessage(content=text, response_metadata={
+            # The chat UIs' answer: citations as links; the streamed message's id, so it is replaced in place.
+            "messages": [AIMessage(id=answer.stream_id, content=linked, response_metadata={
                 "citations": citations, "abstained": answer.abstained, "answer_mode": budget.answer_mode})],
         }
 
     return node
+
+
+BASE_URL_KEY = "lotsman_base_url"
+"""`configurable` key with the server's URL, the base of the answer's citation links (set on the assistants
+`lotsman assistants create` makes; without it the links are server-relative)."""
+SOURCE_KEY = "lotsman_source"
+"""Run-metadata key naming who asked (`cli`); runs without it came through the server."""
+
+
+def turn_record(config: RunnableConfig, session: str, request: StandaloneRequest, route: RouteResult,
+                answer: Answer, analysis: Analysis) -> dict[str, Any]:
+    """The keyword arguments of `record_turn` for one answered turn: the run id from the run's metadata
+    (the server puts it there) or config, the files cited (or, when nothing is cited, the nearest ones)."""
+    metadata = config.get("metadata") or {}
+    run_id = metadata.get("run_id") or config.get("run_id")
+    cited = [c.path for c in answer.citations] or [f.path for f in analysis.files]
+    return {"session_name": session, "question": request.question or request.text,
+            "run_id": str(run_id) if run_id else None, "abstained": answer.abstained,
+            "confidence": route.confidence, "top_files": list(dict.fromkeys(cited))[:5],
+            "source": str(metadata.get(SOURCE_KEY) or "server")}
+
+
+def _log_turn(deps: GraphDeps, config: RunnableConfig, session: str, request: StandaloneRequest,
+              route: RouteResult, answer: Answer, analysis: Analysis) -> None:
+    """Record the turn for `lotsman gaps`; a failure costs a log line, never the answer."""
+    try:
+        question_logging.record_turn(deps.settings, **turn_record(config, session, request, route, answer, analysis))
+    except Exception:  # record_turn promises not to raise; an answer is worth more than a log row
+        logger.warning("question log: the turn was not recorded", exc_info=True)

@@ -21,6 +21,11 @@ one only delays the offline answer."""
 
 AnswerMode = Literal["llm", "offline"]
 
+NOSTREAM = "nostream"
+"""LangGraph's tag (`langgraph.constants.TAG_NOSTREAM`) that keeps a model call out of the messages stream:
+every call but the answer's carries it (rewrite, router, analysis), so a chat UI streaming `messages-tuple`
+sees the answer's tokens only."""
+
 
 class OfflineCause(StrEnum):
     """Why a request ran without the LLM."""

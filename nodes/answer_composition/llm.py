@@ -92,10 +92,18 @@ def _chunk_text(chunk: Any) -> str:
     return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
 
 
-async def _stream_text(model: BaseChatModel, messages: list[BaseMessage]) -> str:
-    # astream, not ainvoke: LangGraph's stream_mode="messages" forwards these tokens as they come.
-    parts = [_chunk_text(chunk) async for chunk in model.astream(messages)]
-    return "".join(parts)
+async def _stream_text(model: BaseChatModel, messages: list[BaseMessage]) -> tuple[str, str | None]:
+    """The streamed answer text and the id its chunks carry.
+
+    astream, not ainvoke: LangGraph's stream_mode="messages" forwards these tokens as they come. This is
+    the one LLM call of the graph left without the `nostream` tag: its tokens are the answer.
+    """
+    parts: list[str] = []
+    stream_id: str | None = None
+    async for chunk in model.astream(messages):
+        stream_id = stream_id or getattr(chunk, "id", None)
+        parts.append(_chunk_text(chunk))
+    return "".join(parts), stream_id
 
 
 def llm_answer_wanted(analysis: Analysis, rows: Sequence[EvidenceRow], route: RouteResult | None) -> bool:
@@ -134,7 +142,7 @@ async def compose_with_llm(model: BaseChatModel, request: str, analysis: Analysi
         return None
     messages = build_llm_messages(request, analysis, rows, system_prompt)
     try:
-        text = await asyncio.wait_for(_stream_text(model, messages), timeout_s)
+        text, stream_id = await asyncio.wait_for(_stream_text(model, messages), timeout_s)
     except Exception as exc:
         # Deliberately broad: providers raise their own error types (GigaChatException,
         # httpx.TransportError, HTTP status errors), wait_for raises TimeoutError, and a stream can break
@@ -148,4 +156,5 @@ async def compose_with_llm(model: BaseChatModel, request: str, analysis: Analysi
     clean, citations, removed = verify_citations(text, shown)
     if not clean or not citations:
         return None
-    return Answer(text=clean, citations=citations, abstained=False, mode="llm", removed_citations=removed)
+    return Answer(text=clean, citations=citations, abstained=False, mode="llm", removed_citations=removed,
+                  stream_id=stream_id)

@@ -38,3 +38,6 @@ class Answer(BaseModel):
     """How the text was made: extractive quotes, the LLM, a FIND_FILES list, or "not found"."""
     removed_citations: list[str] = Field(default_factory=list)
     """Citations the model wrote that lie outside the passages it was shown (dropped from `text`)."""
+    stream_id: str | None = None
+    """Id of the streamed message the LLM text came from: the answer's `AIMessage` takes it, so a chat UI
+    replaces the streamed tokens with the checked, linked answer in place instead of showing both."""

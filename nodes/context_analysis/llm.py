@@ -15,7 +15,7 @@ from nodes.context_analysis.text import fence_content
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.llm import parse_candidate
 from nodes.intent_routing.models import RouteResult
-from nodes.llm_budget import as_unavailable
+from nodes.llm_budget import NOSTREAM, as_unavailable
 
 MAX_CHOSEN = 3
 """Passages the model may choose: a lead and two supports (it reads them all, so fewer, better ones)."""
@@ -136,7 +136,8 @@ async def analyze_with_llm(chat_model: BaseChatModel, query: str, analysis: Anal
     except NotImplementedError:  # a chat model without tool support still gets JSON-in-text
         runnable = chat_model
     try:
-        output = await asyncio.wait_for(runnable.ainvoke(messages), timeout_s)
+        # "nostream": the passage choice is an internal step; only the answer's tokens reach a chat UI.
+        output = await asyncio.wait_for(runnable.ainvoke(messages, config={"tags": [NOSTREAM]}), timeout_s)
     except Exception as exc:  # noqa: BLE001
         # Deliberately broad: providers raise their own errors (GigaChatException, httpx.TransportError,
         # HTTP status errors), wait_for raises TimeoutError; each has one handling — the rules' analysis —

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from nodes.llm_budget import as_unavailable
+from nodes.llm_budget import NOSTREAM, as_unavailable
 
 REWRITE_PROMPT = """You rewrite the user's latest question into ONE standalone request.
 
@@ -78,7 +78,7 @@ async def rewrite_with_llm(model: BaseChatModel, question: str, history: Sequenc
     try:
         # "nostream" keeps the rewrite out of LangGraph's stream_mode="messages": users see the answer's
         # tokens, not this internal step.
-        call = model.ainvoke(messages, config={"tags": ["nostream"]})
+        call = model.ainvoke(messages, config={"tags": [NOSTREAM]})
         result = await asyncio.wait_for(call, timeout_s)
     except Exception as exc:
         # Deliberately broad: providers raise their own types (GigaChatException, httpx.TransportError,

@@ -18,7 +18,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from nodes.intent_routing.prompts import RouterPrompts, load_prompts, render_messages, route_function
-from nodes.llm_budget import LLMUnavailable, as_unavailable
+from nodes.llm_budget import NOSTREAM, LLMUnavailable, as_unavailable
 
 DEFAULT_TIMEOUT_S = 8.0
 DEFAULT_LLM_ERRORS: tuple[type[BaseException], ...] = (GigaChatException, httpx.HTTPError, TimeoutError)
@@ -65,7 +65,9 @@ class LLMRouter:
         self.timeout_s = timeout_s
         self.errors = errors
         self._caught: tuple[type[BaseException], ...] = (TimeoutError, *errors)  # our own limit, always
-        self._runnable = _structured(llm, route_function(self.prompts), method)
+        # "nostream": the router's function-call chunks are an internal step, not the answer; LangGraph's
+        # stream_mode="messages" (a chat UI's messages-tuple) forwards only untagged model calls.
+        self._runnable = _structured(llm, route_function(self.prompts), method).with_config(tags=[NOSTREAM])
 
     def choose(self, payload: dict[str, Any], config: RunnableConfig | None = None, *,
                timeout_s: float | None = None) -> dict[str, Any] | None:
