@@ -186,3 +186,17 @@ def _not_in_session(conn: psycopg.Connection, session: RagSession, rel: str) -> 
     hint = f": did you mean {', '.join(similar)}?" if similar else \
         ": use a path as `search` or a citation gives it (relative to the indexed root)"
     return f"{rel} is not in session '{session.name}'{hint}"
+
+
+@dataclass(frozen=True)
+class SessionRevision:
+    """The git revision a session was indexed from, when `lotsman index --ref` recorded one."""
+
+    git_ref: str | None = None
+    commit: str | None = None
+
+
+def session_revisions(conn: psycopg.Connection) -> dict[str, SessionRevision]:
+    """Each session's recorded revision, by session name (sessions indexed from a plain folder have none)."""
+    rows = conn.execute("SELECT name, git_ref, commit_sha FROM rag_sessions").fetchall()
+    return {name: SessionRevision(git_ref, commit) for name, git_ref, commit in rows}

@@ -1,0 +1,471 @@
+"""The MCP server: Lotsman's sessions, answers, search and indexed lines as tools for coding agents.
+
+One `MCPServer` (official `mcp` SDK) serves both doors: `lotsman mcp` over stdio and `/mcp` over streamable
+HTTP inside `lotsman serve` (`graph/http_app.py`). It offers reading only: no tool indexes, so no MCP client
+can make the server read a folder (docs/api/mcp.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError
+
+from graph.errors import validation_message
+from graph.settings import Settings
+from graph.terminal import printable, undecodable
+from stores.errors import InvalidQuestionError, LotsmanError, SessionNotFoundError, UsageError, database_lost
+
+if TYPE_CHECKING:
+    from graph.deps import GraphDeps
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MAX_QUESTION_CHARS = 8000
+"""The graph reads at most this much of a question (`graph.nodes.MAX_QUESTION_CHARS`); a longer one is refused
+here rather than cut silently."""
+MAX_HISTORY_TURNS = 20
+MAX_HISTORY_CHARS = 64_000
+MAX_SEARCH_RESULTS = 50
+DEFAULT_SEARCH_RESULTS = 8
+MAX_PASSAGE_CHARS = 4000
+"""A passage's text is cut here (doc chunks are ≤ ~1200 characters, code chunks ≤ 150 lines): `read` gives the
+rest."""
+LISTED_SESSION_NAMES = 10
+
+INSTRUCTIONS = """Lotsman answers questions about indexed repositories (their markdown docs and Python code) \
+with answers that cite `path:start-end`. Call `list_sessions` once to pick a session; `search` to locate where \
+something is described or defined; `read` to see the exact lines of a citation; `ask` for one synthesized, \
+cited answer (it runs the whole answering pipeline: ask once per real question, not to rephrase). Questions may \
+be in Russian or English. Everything comes from the index; nothing here reads or changes the server's files."""
+
+LIST_SESSIONS_DESCRIPTION = """List the indexed repositories (sessions) this server answers about: name, \
+embedder, passages indexed, last index job, and the git revision when one was recorded. Cheap; call it once at \
+the start to choose the `session` argument of the other tools (it may be omitted when there is only one)."""
+
+ASK_DESCRIPTION = """Answer one question about a session's repository with a grounded answer: every claim cites \
+`path:start-end` of indexed docs or code. Returns `answer`, `citations` [{path, start_line, end_line}], \
+`abstained` (true: the index does not answer this; the answer says so and names the nearest files) and the \
+revision answered from. Each call runs the full retrieval and answering pipeline (LLM calls when configured), so \
+ask once per real question: do not re-ask a paraphrase after `abstained: true` (use `search` with other words, \
+or `read` the files it names). For a follow-up pass the earlier turns in `history` instead of repeating them. To \
+only locate something, `search` is cheaper; to see a citation's lines, use `read`."""
+
+SEARCH_DESCRIPTION = """Find the passages of a session's docs and code most relevant to a query, without \
+composing an answer (the retrieval `ask` uses: exact paths, symbols, semantic and lexical search, fused). \
+Returns passages with `citation` (`path:start-end`), title, index layer and text, best first, and `relevant`: \
+whether the relevance gate judged them to answer the query. Cheaper than `ask`; use it to locate where \
+something is defined or described, then `read` for the lines around a hit."""
+
+READ_DESCRIPTION = """Read lines `start_line`..`end_line` (1-based, inclusive, at most 400) of one file as the \
+session's current index holds them, e.g. to expand a citation from `ask` or `search`. `path` is relative to the \
+indexed root, exactly as citations give it. An `end_line` past the file's end is cut to its last line; lines no \
+indexed passage holds (frontmatter, blank lines between sections) come back empty and are listed in \
+`missing_lines`. Reads the index only, never the server's disk."""
+
+
+# --- what the tools return (their structured output schemas) ---------------------------------------------------
+
+
+class Citation(BaseModel):
+    """One cited span of an indexed file."""
+
+    path: str = Field(description="File path relative to the indexed root.")
+    start_line: int = Field(description="First cited line (1-based).")
+    end_line: int = Field(description="Last cited line (inclusive).")
+
+
+class AskResult(BaseModel):
+    """A grounded answer."""
+
+    answer: str = Field(description="The answer, citations inline as path:start-end.")
+    citations: list[Citation] = Field(description="Verified citations, each inside retrieved evidence.")
+    abstained: bool = Field(description="True when the index does not answer the question (the answer says so).")
+    session: str = Field(description="The session answered from.")
+    commit: str | None = Field(default=None, description="Git commit the session was indexed from, if recorded.")
+
+
+class Passage(BaseModel):
+    """One retrieved passage."""
+
+    citation: str = Field(description="path:start-end")
+    path: str
+    start_line: int
+    end_line: int
+    title: str = ""
+    layer: str = Field(description="Index layer, e.g. D0_DOC_CHUNKS (docs) or C0_SOURCE_CHUNKS (code).")
+    text: str = Field(description=f"The passage (cut at {MAX_PASSAGE_CHARS} characters; `read` gives all lines).")
+
+
+class SearchResult(BaseModel):
+    """Passages for a query, best first."""
+
+    session: str
+    relevant: bool = Field(description="Whether the relevance gate judged the passages to answer the query.")
+    gate: str = Field(description="Why the gate passed or failed.")
+    passages: list[Passage]
+    commit: str | None = None
+
+
+class ReadResult(BaseModel):
+    """Indexed lines of one file."""
+
+    session: str
+    path: str
+    start_line: int
+    end_line: int
+    last_line: int = Field(description="The file's last line known to the index.")
+    text: str = Field(description="Lines start_line..end_line joined with newlines.")
+    missing_lines: list[int] = Field(description="Lines in the range no indexed passage holds (returned empty).")
+    commit: str | None = None
+
+
+class SessionInfo(BaseModel):
+    """One indexed repository."""
+
+    name: str
+    embedder: str
+    passages: int = Field(description="Rows of the session's current index.")
+    last_job: str | None = Field(default=None, description="Kind and status of the last index job.")
+    indexed_at: str | None = Field(default=None, description="When the last index job finished (ISO 8601).")
+    git_ref: str | None = None
+    commit: str | None = None
+
+
+class SessionList(BaseModel):
+    """The sessions this server answers about."""
+
+    sessions: list[SessionInfo]
+
+
+class Turn(BaseModel):
+    """An earlier turn of the conversation."""
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+# --- decisions (pure) ---------------------------------------------------------------------------------------------
+
+
+def choose_session(requested: str | None, names: Sequence[str], default: str) -> str:
+    """The session a call reads: the one asked for, else the only one there is, else the configured default.
+
+    Raises:
+        UsageError: an empty or undecodable name; none asked for and none (or several, without the default)
+            indexed.
+    """
+    if requested is not None:
+        if not requested.strip():
+            raise UsageError("session is empty: pass a session name from list_sessions")
+        if (byte := undecodable(requested)) is not None:
+            raise UsageError(f"session is not valid UTF-8 (byte {byte}): pass a name from list_sessions")
+        return requested
+    if not names:
+        raise UsageError("no session is indexed yet: index a repository with `lotsman index PATH --session NAME`")
+    if len(names) == 1:
+        return names[0]
+    if default in names:
+        return default
+    raise UsageError(f"session is required: this server has {len(names)} sessions ({shown_names(names)}): "
+                     "pass one (list_sessions describes them)")
+
+
+def shown_names(names: Sequence[str]) -> str:
+    """Up to `LISTED_SESSION_NAMES` names for a one-line message."""
+    shown = ", ".join(printable(n) for n in names[:LISTED_SESSION_NAMES])
+    return shown + (f", … ({len(names) - LISTED_SESSION_NAMES} more)" if len(names) > LISTED_SESSION_NAMES else "")
+
+
+def check_question(question: str, what: str = "question") -> str:
+    """The question as the graph will read it (trimmed, NUL removed).
+
+    Raises:
+        InvalidQuestionError: empty, not UTF-8, or longer than `MAX_QUESTION_CHARS`.
+    """
+    if (byte := undecodable(question)) is not None:
+        raise InvalidQuestionError(f"the {what} is not valid UTF-8 (byte {byte}): send it as UTF-8 text")
+    cleaned = question.replace("\x00", "").strip()
+    if not cleaned:
+        raise InvalidQuestionError(f"the {what} is empty: pass the {what} text")
+    if len(cleaned) > MAX_QUESTION_CHARS:
+        raise InvalidQuestionError(f"the {what} is {len(cleaned)} characters long: send at most {MAX_QUESTION_CHARS} "
+                                   "(put the point first; code can be found with `search` and `read`)")
+    return cleaned
+
+
+def check_history(history: Sequence[Turn] | None) -> list[Turn]:
+    """Earlier turns the graph may read; raises `InvalidQuestionError` for too many or too long ones."""
+    turns = list(history or [])
+    if len(turns) > MAX_HISTORY_TURNS:
+        raise InvalidQuestionError(f"history has {len(turns)} turns: send at most the last {MAX_HISTORY_TURNS}")
+    size = sum(len(t.content) for t in turns)
+    if size > MAX_HISTORY_CHARS:
+        raise InvalidQuestionError(f"history is {size} characters long: send at most {MAX_HISTORY_CHARS} "
+                                   "(the last turns matter most)")
+    for turn in turns:
+        if (byte := undecodable(turn.content)) is not None:
+            raise InvalidQuestionError(f"a history turn is not valid UTF-8 (byte {byte}): send it as UTF-8 text")
+    return turns
+
+
+def check_top_k(top_k: int) -> int:
+    if isinstance(top_k, bool) or not 1 <= top_k <= MAX_SEARCH_RESULTS:
+        raise UsageError(f"top_k must be from 1 to {MAX_SEARCH_RESULTS}, got {top_k!r}")
+    return top_k
+
+
+def citations_of(raw: Sequence[Any] | None) -> list[Citation]:
+    """The graph's citation dicts as `Citation`s (anything malformed is dropped, never invented)."""
+    out = []
+    for item in raw or []:
+        try:
+            out.append(Citation(path=str(item["path"]), start_line=int(item["start_line"]),
+                                end_line=int(item["end_line"])))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def one_line(exc: BaseException) -> str:
+    """The message a client reads: the error's text on one line (`database_lost` for a dropped database)."""
+    lost = database_lost(exc)
+    if lost is not None:
+        return printable(lost)
+    if isinstance(exc, LotsmanError):
+        return printable(" ".join(str(exc).split()))
+    first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+    return printable(f"unexpected {type(exc).__name__}: {first}" if first else f"unexpected {type(exc).__name__}")
+
+
+# --- the tools' work -------------------------------------------------------------------------------------------------
+
+
+class LotsmanTools:
+    """What the MCP tools do, over one `GraphDeps` (database pool, embedders, chat model) for the process."""
+
+    def __init__(self, settings: Settings, deps: GraphDeps | None = None, *, session: str | None = None) -> None:
+        """
+        Args:
+            settings: the process's settings.
+            deps: injected dependencies (tests); by default the production wiring, built on first use and
+                closed by `close()`.
+            session: the session a call that names none reads (`lotsman mcp --session`); by default the only
+                session there is, else `settings.default_session`.
+        """
+        self.settings = settings
+        self.session = session
+        self._deps = deps
+        self._owns_deps = deps is None
+        self._graphs: dict[str, Any] = {}
+
+    def deps(self) -> GraphDeps:
+        if self._deps is None:
+            from graph.deps import GraphDeps
+
+            self._deps = GraphDeps.from_settings(self.settings)
+        return self._deps
+
+    def close(self) -> None:
+        if self._owns_deps and self._deps is not None:
+            self._deps.close()
+            self._deps = None
+
+    def _graph(self, kind: Literal["ask", "search"]) -> Any:
+        graph = self._graphs.get(kind)
+        if graph is None:
+            from langgraph.checkpoint.memory import InMemorySaver
+
+            from graph.builder import build_graph
+
+            # `search` stops after context_retrieval, which needs a checkpointer to hold the paused state.
+            graph = build_graph(self.deps(), checkpointer=InMemorySaver() if kind == "search" else None)
+            self._graphs[kind] = graph
+        return graph
+
+    # Database work is synchronous (psycopg): a thread keeps the server's event loop free.
+    async def _db(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(fn, *args)
+
+    def _sessions_now(self) -> SessionList:
+        from stores.reading import session_revisions
+        from stores.sessions import list_sessions
+
+        with self.deps().database().connection() as conn:
+            rows = list_sessions(conn)
+            revisions = session_revisions(conn)
+        out = []
+        for row in rows:
+            job = row.get("last_job") or {}
+            finished = job.get("finished_at")
+            revision = revisions.get(row["name"])
+            out.append(SessionInfo(
+                name=row["name"], embedder=row["embedder"], passages=int(row.get("rows") or 0),
+                last_job=f"{job['kind']} {job['status']}" if job else None,
+                indexed_at=finished.isoformat() if finished is not None else None,
+                git_ref=revision.git_ref if revision else None, commit=revision.commit if revision else None))
+        return SessionList(sessions=out)
+
+    def _pick(self, requested: str | None) -> tuple[str, str, str | None]:
+        """(name, id, commit) of the session a call reads; an unknown one is one line naming the known ones."""
+        from stores.reading import session_revisions
+        from stores.sessions import find_session
+
+        with self.deps().database().connection() as conn:
+            revisions = session_revisions(conn)
+            asked = requested if requested is not None else self.session
+            name = choose_session(asked, sorted(revisions), self.settings.default_session)
+            session = find_session(conn, name)
+        if session is None:
+            known = f"indexed sessions: {shown_names(sorted(revisions))}" if revisions else "none is indexed yet"
+            raise SessionNotFoundError(f"no session '{printable(name)}' ({known}): pass a name from list_sessions")
+        revision = revisions.get(session.name)
+        return session.name, session.rag_session_id, revision.commit if revision else None
+
+    async def list_sessions(self) -> SessionList:
+        return await self._db(self._sessions_now)
+
+    async def ask(self, question: str, session: str | None = None, history: Sequence[Turn] | None = None
+                  ) -> AskResult:
+        from langchain_core.messages import AIMessage, HumanMessage
+
+        from graph.context import Context
+        from stores.errors import session_deleted
+
+        text = check_question(question)
+        turns = check_history(history)
+        name, session_id, commit = await self._db(self._pick, session)
+        messages = [HumanMessage(t.content) if t.role == "user" else AIMessage(t.content) for t in turns]
+        context = Context(rag_session_id=session_id, token_cap=self.settings.token_cap, top_k=self.settings.top_k)
+        try:
+            out = await self._graph("ask").ainvoke({"messages": [*messages, HumanMessage(text)]}, context=context)
+        except SessionNotFoundError:  # deleted between two stages of the turn
+            raise session_deleted(name) from None
+        return AskResult(answer=str(out.get("answer", "")), citations=citations_of(out.get("citations")),
+                         abstained=bool(out.get("abstained", False)), session=name, commit=commit)
+
+    async def search(self, query: str, session: str | None = None, top_k: int = DEFAULT_SEARCH_RESULTS
+                     ) -> SearchResult:
+        from langchain_core.messages import HumanMessage
+
+        from graph.context import Context
+        from stores.errors import session_deleted
+
+        text = check_question(query, "query")
+        limit = check_top_k(top_k)
+        name, session_id, commit = await self._db(self._pick, session)
+        graph = self._graph("search")
+        config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+        context = Context(rag_session_id=session_id, token_cap=self.settings.token_cap, top_k=limit)
+        try:
+            await graph.ainvoke({"messages": [HumanMessage(text)]}, config=config, context=context,
+                                interrupt_after=["context_retrieval"])
+            state = (await graph.aget_state(config)).values
+        except SessionNotFoundError:
+            raise session_deleted(name) from None
+        finally:
+            await graph.checkpointer.adelete_thread(config["configurable"]["thread_id"])
+        report = state.get("retrieval")
+        passages = [Passage(citation=row.citation, path=row.path, start_line=row.span_start, end_line=row.span_end,
+                            title=row.title, layer=row.layer, text=row.content[:MAX_PASSAGE_CHARS])
+                    for row in (state.get("evidence") or [])[:limit]]
+        return SearchResult(session=name, relevant=bool(report and report.relevant),
+                            gate=report.gate if report else "", passages=passages, commit=commit)
+
+    async def read(self, session: str | None, path: str, start_line: int, end_line: int) -> ReadResult:
+        from stores.reading import check_range, read_indexed_lines
+
+        check_range(start_line, end_line)  # before any database work
+        name, session_id, _ = await self._db(self._pick, session)
+
+        def read_now() -> ReadResult:
+            with self.deps().database().connection() as conn:
+                got = read_indexed_lines(conn, session_id, path, start_line, end_line)
+            return ReadResult(session=name, path=got.path, start_line=got.start_line, end_line=got.end_line,
+                              last_line=got.last_line, text=got.text, missing_lines=list(got.missing_lines),
+                              commit=got.commit)
+
+        return await self._db(read_now)
+
+
+async def guarded(call: Awaitable[T]) -> T:
+    """Run a tool's work; any failure becomes an MCP tool error carrying our one-line message."""
+    try:
+        return await call
+    except ToolError:
+        raise
+    except LotsmanError as exc:
+        raise ToolError(one_line(exc)) from None
+    except Exception as exc:  # the tool's last line of defence: one line to the client, the traceback to the log
+        if database_lost(exc) is None:
+            log.exception("MCP tool failed")
+        raise ToolError(one_line(exc)) from None
+
+
+class LotsmanMCPServer(MCPServer):
+    """`MCPServer` whose argument errors are one line too (`top_k: Input should be a valid integer (got 'x')`)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(f"Error executing tool {name}: invalid arguments: "
+                                f"{printable(validation_message(exc.__cause__))}") from None
+            raise
+
+
+QuestionArg = Annotated[str, Field(description="The question, in Russian or English (at most 8000 characters).")]
+QueryArg = Annotated[str, Field(description="What to look for: words, identifiers, a question.")]
+SessionArg = Annotated[str | None, Field(description="Session name from list_sessions (may be omitted when only "
+                                                     "one is indexed).")]
+HistoryArg = Annotated[list[Turn] | None, Field(description="Earlier turns, oldest first, for a follow-up "
+                                                            f"(at most {MAX_HISTORY_TURNS}).")]
+TopKArg = Annotated[int, Field(description=f"Passages to return (1-{MAX_SEARCH_RESULTS}).")]
+PathArg = Annotated[str, Field(description="File path relative to the indexed root, as in a citation.")]
+StartArg = Annotated[int, Field(description="First line (1-based).")]
+EndArg = Annotated[int, Field(description="Last line (inclusive; at most 400 lines in all).")]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+def build_server(tools: LotsmanTools) -> MCPServer:
+    """The MCP server with Lotsman's four reading tools (no indexing tool, on purpose)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = version("lotsman")
+    except PackageNotFoundError:
+        release = "0"
+    server = LotsmanMCPServer("lotsman", title="Lotsman", instructions=INSTRUCTIONS, version=release,
+                                  log_level="WARNING")
+
+    @server.tool(name="list_sessions", title="List indexed repositories", description=LIST_SESSIONS_DESCRIPTION,
+                 annotations=READ_ONLY)
+    async def list_sessions() -> SessionList:
+        return await guarded(tools.list_sessions())
+
+    @server.tool(name="ask", title="Ask a question (cited answer)", description=ASK_DESCRIPTION,
+                 annotations=READ_ONLY)
+    async def ask(question: QuestionArg, session: SessionArg = None, history: HistoryArg = None) -> AskResult:
+        return await guarded(tools.ask(question, session, history))
+
+    @server.tool(name="search", title="Search docs and code", description=SEARCH_DESCRIPTION, annotations=READ_ONLY)
+    async def search(query: QueryArg, session: SessionArg = None, top_k: TopKArg = DEFAULT_SEARCH_RESULTS
+                     ) -> SearchResult:
+        return await guarded(tools.search(query, session, top_k))
+
+    @server.tool(name="read", title="Read indexed lines", description=READ_DESCRIPTION, annotations=READ_ONLY)
+    async def read(path: PathArg, start_line: StartArg, end_line: EndArg, session: SessionArg = None) -> ReadResult:
+        return await guarded(tools.read(session, path, start_line, end_line))
+
+    return server
