@@ -1,0 +1,134 @@
+"""The LangGraph server's own HTTP routes (`langgraph.json` `http.app`): the MCP tools at `/mcp`, and the web page.
+
+`lotsman serve` (`langgraph dev`) mounts this app's routes before its own API and runs its lifespan. The
+server's built-in `/mcp`, which published every graph as a tool (the index graph too, so any client could
+make the server read any folder), is turned off in langgraph.json (`http.disable_mcp`); this `/mcp` offers the
+four reading tools of `graph.mcp_server` instead. See docs/api/mcp.md.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
+
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from graph import web
+from graph.mcp_server import LotsmanTools, build_server
+from graph.settings import Settings, get_settings
+
+MCP_PATH = "/mcp"
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
+
+
+def bearer_problem(configured: str | None, authorization: str | None) -> str | None:
+    """Why a request may not use the tools (one line), or None: without a configured token everyone may;
+    with one, the request must carry `Authorization: Bearer <token>` (compared in constant time)."""
+    if not configured:
+        return None
+    if not authorization:
+        return "this server needs a token: send Authorization: Bearer <LOTSMAN_AUTH_TOKEN>"
+    scheme, _, given = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not given.strip():
+        return "send the token as Authorization: Bearer <LOTSMAN_AUTH_TOKEN>"
+    if not hmac.compare_digest(given.strip().encode(), configured.encode()):
+        return "the token is wrong: send the server's LOTSMAN_AUTH_TOKEN"
+    return None
+
+
+def _is_loopback(host: str) -> bool:
+    name = host.strip().strip("[]").lower()
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+def _host_name(host_header: str) -> str:
+    """The host of a `Host` header value, without its port (`[::1]:2024` → `::1`)."""
+    value = host_header.strip()
+    if value.startswith("["):
+        return value[1:value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def rebinding_problem(local_address: str | None, host_header: str | None, origin: str | None) -> str | None:
+    """Why a request that reached the server on a loopback address is refused (DNS rebinding), or None.
+
+    A web page on `evil.example` whose name the attacker points at 127.0.0.1 can make the browser of someone
+    running `lotsman serve` on their machine POST to the local server: the request then names `evil.example`
+    in `Host` and `Origin`. A request on a loopback address must name a loopback host (and origin, if any).
+    Requests that arrived on another address (a server shared with a team on 0.0.0.0) are not judged here:
+    the token is what protects those.
+    """
+    if local_address is None or not _is_loopback(local_address):
+        return None
+    if not host_header or not _is_loopback(_host_name(host_header)):
+        return f"Host {host_header!r} is not this machine: use http://127.0.0.1 or http://localhost"
+    if origin and origin != "null" and not _is_loopback(urlsplit(origin).hostname or ""):
+        return f"requests from the web page at {origin!r} are not accepted"
+    return None
+
+
+class GuardedEndpoint:
+    """The MCP endpoint behind the token check and the DNS-rebinding check (a 401 or 403 with one line)."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app, self.token = app, token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        server = scope.get("server")
+        problem = rebinding_problem(server[0] if server else None, headers.get("host"), headers.get("origin"))
+        status, extra = 403, []
+        if problem is None:
+            problem = bearer_problem(self.token, headers.get("authorization"))
+            status, extra = 401, [(b"www-authenticate", b'Bearer realm="lotsman"')]
+        if problem is None:
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps({"error": problem}).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                *extra]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def build_app(settings: Settings | None = None, tools: LotsmanTools | None = None,
+              web_routes: list[BaseRoute] | None = None) -> Starlette:
+    """The app `langgraph.json` mounts: `/mcp` (stateless streamable HTTP, JSON responses) and the web page."""
+    settings = settings or get_settings()
+    tools = tools or LotsmanTools(settings)
+    server = build_server(tools)
+    # Host checks are GuardedEndpoint's (loopback only): the SDK's own allow-list would refuse a team's
+    # server reached by its name.
+    server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
+                               transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    token = settings.auth_token.get_secret_value() if settings.auth_token else None
+    endpoint = GuardedEndpoint(StreamableHTTPASGIApp(server.session_manager), token)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with server.session_manager.run():
+            try:
+                yield
+            finally:
+                tools.close()
+
+    routes = [Route(MCP_PATH, endpoint=endpoint), *(web.routes() if web_routes is None else web_routes)]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+app = build_app()
