@@ -47,8 +47,8 @@ function escapeRegExp(s) {
 }
 
 /**
- * Cut an answer into text and citation segments. A citation is written `path:start-end` (or, in a chat
- * answer, as a Markdown link whose label is that); only the citations the server verified become links.
+ * Cut an answer into text and citation segments. A citation is written `path:start-end`, `[path:start-end]`
+ * or, in a chat answer, as a Markdown link with that label; only the citations the server verified become links.
  * Any other Markdown link shows as its literal text (an answer cannot plant a link to elsewhere).
  * Returns [{text}] and [{text, citation: index}] in order.
  */
@@ -58,7 +58,7 @@ function answerSegments(answer, citations) {
   if (!labels.length) return answer ? [{ text: answer }] : [];
   const sorted = [...new Set(labels)].sort((a, b) => b.length - a.length);
   const plain = sorted.map(escapeRegExp).join("|");
-  const re = new RegExp(`\\[(${plain})\\]\\([^)\\s]*\\)|(${plain})`, "g");
+  const re = new RegExp(`\\[(${plain})\\](?:\\([^)\\s]*\\))?|(${plain})`, "g");
   const out = [];
   let last = 0;
   for (let m; (m = re.exec(answer)); ) {
@@ -75,8 +75,66 @@ function answerSegments(answer, citations) {
   return out;
 }
 
+/**
+ * The block structure of a Markdown answer: fenced code, quotes, lists and paragraphs, as
+ * [{type: "code", text} | {type: "quote", text} | {type: "list", ordered, items: [text]} | {type: "para", text}].
+ * Only what the composer writes is recognised; everything else stays literal text.
+ */
+function answerBlocks(answer) {
+  const lines = answer.replace(/\r\n?/g, "\n").split("\n");
+  const blocks = [];
+  const listItem = /^\s*(?:([-*])|(\d+)[.)])\s+(.*)$/;
+  for (let i = 0; i < lines.length; ) {
+    const line = lines[i];
+    const fence = line.match(/^\s*```/);
+    if (fence) {
+      const body = [];
+      for (i += 1; i < lines.length && !/^\s*```\s*$/.test(lines[i]); i += 1) body.push(lines[i]);
+      i += 1;
+      blocks.push({ type: "code", text: body.join("\n") });
+    } else if (/^\s*>/.test(line)) {
+      const body = [];
+      for (; i < lines.length && /^\s*>/.test(lines[i]); i += 1) body.push(lines[i].replace(/^\s*> ?/, ""));
+      blocks.push({ type: "quote", text: body.join("\n") });
+    } else if (listItem.test(line)) {
+      const ordered = Boolean(line.match(listItem)[2]);
+      const items = [];
+      for (; i < lines.length; i += 1) {
+        const m = lines[i].match(listItem);
+        if (m) items.push(m[3]);
+        else if (lines[i].trim() && /^\s+/.test(lines[i]) && items.length) items[items.length - 1] += `\n${lines[i].trim()}`;
+        else break;
+      }
+      blocks.push({ type: "list", ordered, items });
+    } else if (!line.trim()) {
+      i += 1;
+    } else {
+      const body = [];
+      for (; i < lines.length && lines[i].trim() && !/^\s*(```|>)/.test(lines[i]) && !listItem.test(lines[i]); i += 1) {
+        body.push(lines[i]);
+      }
+      blocks.push({ type: "para", text: body.join("\n") });
+    }
+  }
+  return blocks;
+}
+
+/** Inline code spans of a text run: [{text}, {text, code: true}]. */
+function codeSpans(text) {
+  const out = [];
+  const re = /`([^`\n]+)`/g;
+  let last = 0;
+  for (let m; (m = re.exec(text)); ) {
+    if (m.index > last) out.push({ text: text.slice(last, m.index) });
+    out.push({ text: m[1], code: true });
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) out.push({ text: text.slice(last) });
+  return out;
+}
+
 if (typeof module !== "undefined" && module.exports) {
-  module.exports = { parseSse, contentText, answerSegments, citationLabel };
+  module.exports = { parseSse, contentText, answerSegments, answerBlocks, codeSpans, citationLabel };
 }
 
 // --- the page -----------------------------------------------------------------------------------------------
@@ -258,25 +316,46 @@ if (typeof document !== "undefined") {
     view.answer.classList.toggle("abstained", values.abstained === true);
     const sources = el("ol", { class: "sources", "aria-label": "Источники" });
     const items = citations.map((c, i) => sourceItem(view, c, i));
-    const links = [];
-    view.text.replaceChildren();
-    for (const seg of answerSegments(answer, citations)) {
-      if (seg.citation === undefined) view.text.append(document.createTextNode(seg.text));
-      else {
-        const link = citationLink(view, citations[seg.citation], seg.citation, items[seg.citation]);
-        links.push(link);
-        view.text.append(link);
+    const inline = (text, parent) => {
+      for (const seg of answerSegments(text, citations)) {
+        const i = seg.citation;
+        if (i !== undefined) {
+          parent.append(citationLink(view, citations[i], i, items[i]));
+          continue;
+        }
+        for (const span of codeSpans(seg.text)) {
+          parent.append(span.code ? el("code", { text: span.text }) : document.createTextNode(span.text));
+        }
       }
-    }
+    };
+    view.text.replaceChildren(...answerBlocks(answer).map((block) => blockView(block, inline)));
     if (items.length) {
       sources.append(...items.map((item) => item.li));
-      view.answer.append(sources);
+      view.answer.append(el("div", { class: "sources-title", text: "Источники (нажмите, чтобы показать строки из индекса)" }),
+        sources);
     }
     const meta = [];
     if (values.abstained === true) meta.push("в индексе нет ответа на этот вопрос");
-    if (values.answer_mode) meta.push(`режим: ${values.answer_mode}`);
+    if (values.answer_mode === "offline") meta.push("ответ собран из найденных фрагментов, без LLM");
     if (meta.length) view.answer.append(el("div", { class: "meta", text: meta.join(" · ") }));
     view.answer.append(voteBar(question, answer, citations, run.runId));
+  }
+
+  /** One block of the answer as elements; `inline(text, parent)` fills text with citations and code spans. */
+  function blockView(block, inline) {
+    if (block.type === "code") return el("pre", { class: "code" }, el("code", { text: block.text }));
+    if (block.type === "list") {
+      const list = el(block.ordered ? "ol" : "ul");
+      for (const item of block.items) {
+        const li = el("li");
+        inline(item, li);
+        list.append(li);
+      }
+      return list;
+    }
+    const node = el(block.type === "quote" ? "blockquote" : "p");
+    inline(block.text, node);
+    return node;
   }
 
   function citationLink(view, citation, index, item) {
@@ -325,10 +404,28 @@ if (typeof document !== "undefined") {
   }
 
   // --- votes --------------------------------------------------------------------------------------------------
+  const SVG = "http://www.w3.org/2000/svg";
+
+  /** A thumb drawn inline (no icon font or emoji font is needed on the reader's machine). */
+  function thumbIcon() {
+    const svg = document.createElementNS(SVG, "svg");
+    svg.setAttribute("viewBox", "0 0 24 24");
+    svg.setAttribute("aria-hidden", "true");
+    svg.setAttribute("class", "icon");
+    const path = document.createElementNS(SVG, "path");
+    path.setAttribute("d", "M2 21h4V9H2v12zm20-11c0-1.1-.9-2-2-2h-6.3l1-4.6v-.3c0-.4-.2-.8-.4-1.1L13.2 1 "
+      + "6.6 7.6C6.2 7.9 6 8.4 6 9v10c0 1.1.9 2 2 2h9c.8 0 1.5-.5 1.8-1.2l3-7.1c.1-.2.2-.5.2-.7v-2z");
+    path.setAttribute("fill", "currentColor");
+    svg.append(path);
+    return svg;
+  }
+
   function voteBar(question, answer, citations, runId) {
     const bar = el("div", { class: "vote", role: "group", "aria-label": "Оценка ответа" });
-    const up = el("button", { type: "button", class: "thumb up", "aria-pressed": "false", title: "Ответ помог", text: "👍" });
-    const down = el("button", { type: "button", class: "thumb down", "aria-pressed": "false", title: "Ответ не помог", text: "👎" });
+    const up = el("button", { type: "button", class: "thumb up", "aria-pressed": "false", title: "Ответ помог" },
+      thumbIcon(), document.createTextNode(" Помогло"));
+    const down = el("button", { type: "button", class: "thumb down", "aria-pressed": "false", title: "Ответ не помог" },
+      thumbIcon(), document.createTextNode(" Не помогло"));
     const comment = el("textarea", { class: "comment", maxlength: "2000", hidden: "",
       placeholder: "Комментарий (необязательно): что было не так или чего не хватило" });
     const send = el("button", { type: "button", class: "send", hidden: "", text: "Отправить оценку" });
