@@ -9,9 +9,11 @@
 /** Split an SSE byte stream's text into complete events; returns [events, rest]. */
 function parseSse(buffer) {
   const events = [];
-  const text = buffer.replace(/\r\n?/g, "\n");
+  // A chunk may end between the \r and \n of one line break: keep that \r for the next chunk.
+  const held = buffer.endsWith("\r") ? "\r" : "";
+  const text = (held ? buffer.slice(0, -1) : buffer).replace(/\r\n?/g, "\n");
   const blocks = text.split("\n\n");
-  const rest = blocks.pop();
+  const rest = blocks.pop() + held;
   for (const block of blocks) {
     let event = "message";
     const data = [];
