@@ -82,19 +82,37 @@ def clean_question(question: str) -> str:
 
 
 async def _ask_once(settings: Settings, question: str, session: str, *, thread_id: str | None = None,
-                    checkpointer: Any = None, deps: Any = None) -> dict[str, Any]:
+                    checkpointer: Any = None, deps: Any = None, printer: AnswerPrinter | None = None
+                    ) -> dict[str, Any]:
+    """One turn through the graph; with a `printer`, the answer's tokens are printed as they come."""
     from langchain_core.messages import HumanMessage
 
     from graph.builder import build_graph
     from graph.context import Context
     from graph.deps import GraphDeps
+    from graph.nodes import SOURCE_KEY
 
     deps = deps or GraphDeps.from_settings(settings)  # callers that own their deps close their pool
     graph = build_graph(deps, checkpointer=checkpointer)
-    config = {"configurable": {"thread_id": thread_id or uuid.uuid4().hex}}
-    return await graph.ainvoke({"messages": [HumanMessage(question)]}, config=config,
-                               context=Context(rag_session_id=session, token_cap=settings.token_cap,
-                                               top_k=settings.top_k))
+    run_id = uuid.uuid4()  # the root run's id in LangSmith, and the question log's
+    config = {"configurable": {"thread_id": thread_id or uuid.uuid4().hex}, "run_id": run_id,
+              "metadata": {SOURCE_KEY: "cli", "run_id": str(run_id)}}
+    inputs = {"messages": [HumanMessage(question)]}
+    context = Context(rag_session_id=session, token_cap=settings.token_cap, top_k=settings.top_k)
+    if printer is None:
+        return await graph.ainvoke(inputs, config=config, context=context)
+    final: dict[str, Any] = {}
+    async for mode, data in graph.astream(inputs, config=config, context=context,
+                                          stream_mode=["messages", "values"]):
+        if mode == "values":
+            final = data
+            printer.evidence(data)
+            continue
+        message, metadata = data
+        if metadata.get("langgraph_node") == "answer_composition" and isinstance(message.content, str) \
+                and type(message).__name__ == "AIMessageChunk":
+            printer.feed(message.content)
+    return final
 
 
 async def _answer(settings: Settings, question: str, session: str, deps: GraphDeps, **run: Any) -> dict[str, Any]:
@@ -123,9 +141,101 @@ async def _answer(settings: Settings, question: str, session: str, deps: GraphDe
 def _ask(args: argparse.Namespace, settings: Settings) -> int:
     question = clean_question(args.question)
     with open_deps(settings) as deps:
-        out = asyncio.run(_answer(settings, question, args.session, deps))
-    _print_answer(out, as_json=args.json)
+        printer = AnswerPrinter() if streams(deps, as_json=args.json) else None
+        out = asyncio.run(_answer(settings, question, args.session, deps, printer=printer))
+    if printer is not None:
+        printer.finish(out.get("answer", ""))
+        _print_route(out)
+    else:
+        _print_answer(out, as_json=args.json)
     return 0
+
+
+def streams(deps: Any, *, as_json: bool) -> bool:
+    """Whether an answer is printed as its tokens come: on the LLM path (a chat model is configured) and not
+    for `--json` (one JSON document, printed once the turn is over). Offline answers print at once."""
+    return not as_json and deps.chat_model is not None
+
+
+class AnswerPrinter:
+    """Prints the LLM answer's tokens as they stream, so that what ends up printed is the checked answer.
+
+    The answer's citations are checked only when the stream has ended (`verify_citations`); to print the
+    same text the non-streamed `ask` prints, the printer holds back what a check could still change: a
+    bracket group until it closes (then checked on its own against the passages the model was shown, and
+    dropped with the space before it when it fails), whitespace until text follows it. `finish` prints the
+    rest of the checked answer. When the checked answer does not continue what was printed (the model's
+    stream broke and the extractive answer replaced it, or a bare citation failed), it says so on stderr and
+    prints the checked answer in full.
+    """
+
+    def __init__(self, out: Any = None, err: Any = None) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.printed = ""
+        self.pending = ""
+        self.shown: list[Any] = []
+
+    def evidence(self, state: dict[str, Any]) -> None:
+        """Take the passages the answer may cite from a state the graph streamed (after context_analysis)."""
+        from nodes.answer_composition.llm import passage_rows
+
+        analysis = state.get("analysis")
+        if analysis is not None:
+            self.shown = passage_rows(analysis) or list(state.get("evidence") or [])
+
+    def feed(self, token: str) -> None:
+        self.pending += token
+        self._write(self._release())
+
+    def _release(self) -> str:
+        from nodes.answer_composition.citations import verify_citations
+
+        out = ""
+        while True:
+            start = self.pending.find("[")
+            if start < 0:
+                body = self.pending.rstrip()
+                self.pending = self.pending[len(body):]
+                return out + body
+            lead = self.pending[:start]
+            body = lead.rstrip()
+            space, rest = lead[len(body):], self.pending[start:]
+            end = rest.find("]")
+            if end < 0 and "\n" not in rest and len(rest) <= MAX_GROUP_CHARS:
+                self.pending = space + rest  # an open group: wait for its end
+                return out + body
+            if end < 0 or "\n" in rest[:end]:  # not a citation group: the bracket is text
+                out += body + space + "["
+                self.pending = rest[1:]
+                continue
+            group = rest[: end + 1]
+            clean, _, removed = verify_citations(group, self.shown)
+            out += body + (space + group if not removed else (space + clean if clean else ""))
+            self.pending = rest[end + 1:]
+
+    def _write(self, text: str) -> None:
+        if not self.printed:
+            text = text.lstrip()  # the checked answer is stripped
+        if text:
+            self.out.write(printable(text, multiline=True))
+            self.out.flush()
+            self.printed += text
+
+    def finish(self, answer: str) -> None:
+        """Print what the checked `answer` adds to what was printed, and end the line."""
+        if answer.startswith(self.printed):
+            self._write(answer[len(self.printed):])
+            self.out.write("\n")
+        else:
+            self.out.write("\n")
+            print("note: the streamed text did not hold up (see the checked answer below)", file=self.err)
+            self.out.write(printable(answer, multiline=True) + "\n")
+        self.out.flush()
+
+
+MAX_GROUP_CHARS = 400
+"""Longest bracket group `verify_citations` reads as citations: a longer one is text, printed as it comes."""
 
 
 def _print_answer(out: dict[str, Any], *, as_json: bool) -> None:
@@ -144,6 +254,11 @@ def _print_answer(out: dict[str, Any], *, as_json: bool) -> None:
         print(json.dumps(payload, ensure_ascii=False, indent=2))
         return
     print(printable(out.get("answer", ""), multiline=True))
+    _print_route(out)
+
+
+def _print_route(out: dict[str, Any]) -> None:
+    route = out.get("route") or {}
     timings = out.get("timings_ms") or {}
     offline = f"; answered offline: {printable(out['offline_reason'])}" if out.get("offline_reason") else ""
     print(f"\n[{route.get('intent')}/{route.get('subintent')} via {route.get('routing_mode')}; "
@@ -181,8 +296,13 @@ async def _chat_loop(settings: Settings, deps: Any, session: str, thread_id: str
                 if undecodable(line) is not None:
                     print(f"error: {printable(exc)}", file=sys.stderr)
                 continue
-            out = await _answer(settings, question, session, deps, thread_id=thread_id, checkpointer=saver)
-            print(printable(out.get("answer", ""), multiline=True))
+            printer = AnswerPrinter() if streams(deps, as_json=False) else None
+            out = await _answer(settings, question, session, deps, thread_id=thread_id, checkpointer=saver,
+                                printer=printer)
+            if printer is not None:
+                printer.finish(out.get("answer", ""))
+            else:
+                print(printable(out.get("answer", ""), multiline=True))
 
 
 def register(sub: argparse._SubParsersAction) -> None:

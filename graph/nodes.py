@@ -311,7 +311,7 @@ def answer_composition(deps: GraphDeps) -> Node:
         citations = [c.model_dump() for c in answer.citations]
         config = get_config()
         session = state["session"].name if "session" in state else runtime.context.rag_session_id
-        base = str((config.get("configurable") or {}).get(BASE_URL_KEY) or "")
+        base = link_base(config)
         linked = link_citations(text, answer.citations, lambda cite: citation_href(cite, session, base))
         if deps.settings.log_questions:
             await asyncio.to_thread(_log_turn, deps, config, session, request, route, answer, analysis)
@@ -328,18 +328,26 @@ def answer_composition(deps: GraphDeps) -> Node:
 
 
 BASE_URL_KEY = "lotsman_base_url"
-"""`configurable` key with the server's URL, the base of the answer's citation links (set on the assistants
-`lotsman assistants create` makes; without it the links are server-relative)."""
+"""Run-metadata (or `configurable`) key with the server's URL, the base of the answer's citation links. The
+assistants `lotsman assistants create` makes carry it in their metadata, which the server merges into each
+run's; without it the links are server-relative."""
+
+
+def link_base(config: RunnableConfig) -> str:
+    """The base URL of the answer's citation links for this run ("" gives server-relative links)."""
+    value = (config.get("metadata") or {}).get(BASE_URL_KEY) or (config.get("configurable") or {}).get(BASE_URL_KEY)
+    return value.rstrip("/") if isinstance(value, str) and value.startswith(("http://", "https://")) else ""
 SOURCE_KEY = "lotsman_source"
 """Run-metadata key naming who asked (`cli`); runs without it came through the server."""
 
 
 def turn_record(config: RunnableConfig, session: str, request: StandaloneRequest, route: RouteResult,
                 answer: Answer, analysis: Analysis) -> dict[str, Any]:
-    """The keyword arguments of `record_turn` for one answered turn: the run id from the run's metadata
-    (the server puts it there) or config, the files cited (or, when nothing is cited, the nearest ones)."""
+    """The keyword arguments of `record_turn` for one answered turn: the run's id, the files cited (or,
+    when nothing is cited, the nearest ones)."""
     metadata = config.get("metadata") or {}
-    run_id = metadata.get("run_id") or config.get("run_id")
+    # The server puts its run id in `configurable`; the CLI in the metadata (and as the root run's id).
+    run_id = metadata.get("run_id") or (config.get("configurable") or {}).get("run_id") or config.get("run_id")
     cited = [c.path for c in answer.citations] or [f.path for f in analysis.files]
     return {"session_name": session, "question": request.question or request.text,
             "run_id": str(run_id) if run_id else None, "abstained": answer.abstained,

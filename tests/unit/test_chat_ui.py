@@ -171,3 +171,32 @@ def test_graph_logs_each_turn_when_logging_is_on(monkeypatch: pytest.MonkeyPatch
         assert out["abstained"] is True and out["answer"]
     assert len(calls) == 1
     assert calls[0]["run_id"] == "run-7" and calls[0]["session_name"] == "docs" and calls[0]["source"] == "server"
+
+
+def test_turn_record_reads_the_run_id_where_the_server_puts_it() -> None:
+    record = turn_record({"configurable": {"run_id": "srv-1"}, "metadata": {}}, "s", StandaloneRequest(text="q"),
+                         RouteResult(user_query="q"), Answer(text="a"), Analysis())
+    assert record["run_id"] == "srv-1"
+
+
+@pytest.mark.parametrize(("config", "base"), [
+    ({"metadata": {"lotsman_base_url": "http://127.0.0.1:2024/"}}, "http://127.0.0.1:2024"),
+    ({"configurable": {"lotsman_base_url": "https://docs.example.com"}}, "https://docs.example.com"),
+    ({"metadata": {"lotsman_base_url": "javascript:alert(1)"}}, ""),  # a link target a client could run
+    ({}, ""),
+])
+def test_link_base(config: dict[str, Any], base: str) -> None:
+    from graph.nodes import link_base
+
+    assert link_base(config) == base  # type: ignore[arg-type]
+
+
+def test_assistant_metadata_key_is_the_graphs() -> None:
+    from graph import cli_assistants, nodes
+
+    assert cli_assistants.BASE_URL_KEY == nodes.BASE_URL_KEY
+    spec = cli_assistants.assistant_spec("docs", "http://127.0.0.1:2024/")
+    assert spec["context"] == {"rag_session_id": "docs"} and "config" not in spec
+    assert spec["metadata"][nodes.BASE_URL_KEY] == "http://127.0.0.1:2024"
+    assert cli_assistants.assistant_id("docs") == cli_assistants.assistant_id("docs") != \
+        cli_assistants.assistant_id("docs2")
