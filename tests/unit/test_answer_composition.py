@@ -68,8 +68,8 @@ EN_Q = "What is the default max_age of CORSMiddleware?"
 
 
 def test_summary_notes_conflicts() -> None:
-    rows = [*ROWS, ev("x", "docs/ru/docs/a.md", "Пример: max_age=3600.", 5),
-            ev("y", "docs/ru/docs/b.md", "Пример: max_age=600.", 5)]
+    rows = [*ROWS, ev("x", "docs/ru/docs/a.md", "* `max_age` — время кэша. По умолчанию `3600`.", 5),
+            ev("y", "docs/ru/docs/b.md", "* `max_age` — время кэша. По умолчанию `600`.", 5)]
     answer = compose_extractive(RU_Q, analysis_of(RU_Q, rows), SUMMARY)
     notes = "max_age: 600 (docs/ru/docs/tutorial/cors.md) ≠ 3600 (docs/ru/docs/a.md)"
     assert f"Обратите внимание: источники расходятся — {notes}." in answer.text

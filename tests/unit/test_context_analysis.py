@@ -137,12 +137,15 @@ def test_route_terms_are_used_when_no_terms_are_given() -> None:
 
 
 def test_conflicting_values_across_files_are_noted() -> None:
-    rows = [CORS_ROW, ev("m", "docs/ru/docs/advanced/middleware.md", "Пример: max_age=3600 для прокси.", 9)]
+    stated = "* `max_age` - время кэширования ответов. По умолчанию `3600`."
+    example = ev("e", "docs/ru/docs/advanced/proxy.md", "Пример: max_age=7200 для прокси.", 9)
+    rows = [CORS_ROW, ev("m", "docs/ru/docs/advanced/middleware.md", stated, 9), example]
     conflicts = run("Какое значение max_age?", rows).conflicts
     assert conflicts == [
         "max_age: 600 (docs/ru/docs/tutorial/cors.md) ≠ 3600 (docs/ru/docs/advanced/middleware.md)"
     ]
     assert run("Какое значение max_age?", [CORS_ROW]).conflicts == []
+    assert run("Какое значение max_age?", [CORS_ROW, example]).conflicts == []  # an example is not a statement
 
 
 def test_analysis_round_trips_through_graph_state() -> None:

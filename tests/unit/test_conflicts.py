@@ -1,0 +1,87 @@
+"""Conflict notes only for real conflicts (issue 29 item 3).
+
+The "not a conflict" rows are the notes the earlier rule printed on the dev splits (each read and labelled
+false), reduced to the lines that produced them; the "conflict" rows state two values for one setting."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodes.context_analysis.conflicts import find_conflicts, normalized_value, stated_values
+from nodes.context_analysis.models import Span
+
+
+def span(path: str, text: str, layer: str = "C0_SOURCE_CHUNKS") -> Span:
+    return Span(path=path, start_line=1, end_line=text.count("\n") + 1, text=text, row_id=path, layer=layer)
+
+
+@pytest.mark.parametrize(
+    ("terms", "spans"),
+    [
+        pytest.param(["https"], [span("docs/https.md", "* https://en.wikipedia.org/wiki/TLS_termination_proxy"),
+                                 span("docs/docker.md", "https://traefik.io/")], id="urls are not settings"),
+        pytest.param(["slug"], [span("src/milestone.py", "def f(slug: str):\n    pass"),
+                                span("src/epic.py", "slug = _epic_owner(x)")], id="annotation vs call"),
+        pytest.param(["ttl"], [span("src/lease.py", "ttl: int = typer.Option(DEFAULT_TTL)"),
+                               span("src/task.py", "ttl = DEFAULT_TTL")], id="names are not values"),
+        pytest.param(["processors"], [span("src/_config.py", "def configure(processors=None):"),
+                                      span("docs/stdlib.md", "processors=shared_processors,")],
+                     id="a sentinel default vs an example argument"),
+        pytest.param(["utc"], [span("CHANGELOG.md", "- `TimeStamper(utc=True)` is now faster"),
+                               span("docs/start.md", 'structlog.processors.TimeStamper(fmt="iso", utc=False)')],
+                     id="keyword arguments in calls are examples"),
+        pytest.param(["request_id"], [span("docs/frameworks.md", "request_id=request.headers.get('x'),"),
+                                      span("docs/contextvars.md", 'request_id="e08ddf0d-23a5"')],
+                     id="example values in calls"),
+        pytest.param(["mode"], [span("click/utils.py", 'def open_file(filename, mode: str = "r"):'),
+                                span("click/types.py", "mode: str\n    The mode")],
+                     id="one stated default and a docstring line"),
+        pytest.param(["timeout"], [span("src/client.py", "def get(url, timeout=30):"),
+                                   span("tests/test_client.py", "TIMEOUT = 5")], id="a test's variable"),
+        pytest.param(["cap"], [span("docs/plan.md", "cap: это предел токенов"),
+                               span("nodes/gate.py", "cap: int")], id="prose after a colon"),
+        pytest.param(["fallback"], [span("docs/route.md", "fallback: routing_mode"),
+                                    span("src/fallback.py", "fallback = None")], id="a name and None"),
+    ],
+)
+def test_no_note_where_nothing_disagrees(terms: list[str], spans: list[Span]) -> None:
+    assert find_conflicts(spans, [], terms) == []
+
+
+@pytest.mark.parametrize(
+    ("terms", "spans", "note"),
+    [
+        pytest.param(["max_age"], [span("docs/cors.md", "* `max_age` - кэширование. По умолчанию `600`."),
+                                   span("docs/middleware.md", "* `max_age` - время кэша. По умолчанию `3600`.")],
+                     "max_age: 600 (docs/cors.md) ≠ 3600 (docs/middleware.md)", id="two prose defaults"),
+        pytest.param(["timeout"], [span("src/client.py", "def get(url,\n    timeout: float = 5.0,\n    verify=True):"),
+                                   span("docs/usage.md", "The `timeout` defaults to `30`.")],
+                     "timeout: 5.0 (src/client.py) ≠ 30 (docs/usage.md)", id="signature default vs docs"),
+        pytest.param(["retries"], [span("config/default.yml", "retries: 3"),
+                                   span("src/settings.py", "RETRIES = 5")],
+                     "retries: 3 (config/default.yml) ≠ 5 (src/settings.py)", id="config vs constant, any case"),
+        pytest.param(["debug"], [span("docs/a.md", "DEBUG=true"), span("src/app.py", "DEBUG = False")],
+                     "DEBUG: true (docs/a.md) ≠ false (src/app.py)", id="booleans in one case"),
+    ],
+)
+def test_a_note_where_two_files_state_different_values(terms: list[str], spans: list[Span], note: str) -> None:
+    assert find_conflicts(spans, [], terms) == [note]
+
+
+def test_the_same_value_twice_is_no_conflict() -> None:
+    spans = [span("docs/a.md", "`max_age` defaults to `600`"), span("src/b.py", "def f(max_age=600):")]
+    assert find_conflicts(spans, [], ["max_age"]) == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [('"r"', "r"), ("30", "30"), ("5.0,", "5.0"), ("True", "true"), ("None", None), ('""', None), ("...", None),
+     ("MISSING", None), ("str", None), ("opts.get", None), ("-1", "-1")],
+)
+def test_normalized_value(raw: str, value: str | None) -> None:
+    assert normalized_value(raw) == value
+
+
+def test_stated_values_reads_multiline_signatures_but_not_calls() -> None:
+    text = "def send(self, request,\n    follow_redirects: bool = True,\n    auth=None):\n    x = call(timeout=3)\n"
+    assert stated_values(text) == [("follow_redirects", "true")]
