@@ -94,8 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("reports", nargs="+", type=Path)
     ap.add_argument("--top", type=int, default=8)
+    ap.add_argument("--loco", action="store_true",
+                    help="compare the rules with a learned gate by leave-one-corpus-out instead")
     args = ap.parse_args(argv)
     corpora = load_cases(args.reports)
+    if args.loco:
+        return print_loco(corpora)
     current = GateThresholds()
     now = {n: score(c, current) for n, c in corpora.items()}
     rows = [(objective(now), current, now)]
@@ -111,3 +115,109 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def print_loco(corpora: dict[str, list[tuple[bool, GateSignals]]]) -> int:
+    """Per held-out corpus: the rules, a learned gate on the gate's signals, and one that also reads the
+    learned ranker's top score and margin."""
+    tables = {"rules": {n: score(c, GateThresholds()) for n, c in corpora.items()},
+              "learned, gate signals": loco_learned(corpora, with_ranker=False),
+              "learned, + ranker scores": loco_learned(corpora, with_ranker=True)}
+    for label, scores in tables.items():
+        f1, answered = objective(scores)
+        print(f"{label}: macro abstention F1 {f1:.3f}, answered {answered:.3f}")
+        for name, s in scores.items():
+            print("   ", name, {k: (round(v, 3) if v is not None else "n/a") for k, v in s.items()})
+    return 0
+
+
+# ---- learned gate: logistic regression over the signals, chosen by leave-one-corpus-out (issue 29 item 5) ----
+
+def signal_vector(s: GateSignals) -> list[float]:
+    """The soft signals a learned gate weighs (the hard rules — no rows, a named file found, a name absent
+    from the index, an overview — decide before it)."""
+    cross = 1.0 if s.cross_lingual else 0.0
+    top = s.ranker_top if s.ranker_top is not None else 0.0
+    margin = s.ranker_margin if s.ranker_margin is not None else 0.0
+    return [s.coverage * (1 - cross), s.coverage * cross, s.best_similarity * (1 - cross),
+            s.best_similarity * cross, cross, 1.0 if s.has_terms else 0.0, top, margin]
+
+
+def hard_verdict(s: GateSignals) -> bool | None:
+    if not s.rows:
+        return False
+    if s.named_file_found:
+        return True
+    if s.absent_names:
+        return False
+    if s.overview:
+        return True
+    return None
+
+
+def fit_logistic(x: Any, y: Any, l2: float = 1.0, steps: int = 3000, lr: float = 0.1) -> Any:
+    """Weights (bias last) of an L2-regularised logistic regression, by plain gradient descent (numpy)."""
+    import numpy as np
+
+    xb = np.hstack([x, np.ones((len(x), 1))])
+    w = np.zeros(xb.shape[1])
+    pos = max(1.0, float(y.sum()))
+    neg = max(1.0, float(len(y) - y.sum()))
+    weight = np.where(y == 1, len(y) / (2 * pos), len(y) / (2 * neg))  # classes weigh the same
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-(xb @ w)))
+        grad = xb.T @ ((p - y) * weight) / len(y) + l2 * np.r_[w[:-1], 0.0] / len(y)
+        w -= lr * grad
+    return w
+
+
+def learned_passes(w: Any, s: GateSignals, threshold: float) -> bool:
+    import numpy as np
+
+    hard = hard_verdict(s)
+    if hard is not None:
+        return hard
+    z = float(np.dot(np.r_[signal_vector(s), 1.0], w))
+    return 1 / (1 + np.exp(-z)) >= threshold
+
+
+def loco_learned(corpora: dict[str, list[tuple[bool, GateSignals]]], *, with_ranker: bool = True
+                 ) -> dict[str, dict[str, float | None]]:
+    """Leave-one-corpus-out: fit on the other corpora's soft cases (answerable = pass), choose the threshold
+    on them (macro F1, answered no lower than the rules'), score the held corpus."""
+    import numpy as np
+
+    def soft(cases: list[tuple[bool, GateSignals]]) -> tuple[Any, Any]:
+        rows = [(a, s) for a, s in cases if hard_verdict(s) is None]
+        x = np.array([signal_vector(s) for _, s in rows]) if rows else np.zeros((0, 8))
+        if not with_ranker and len(x):
+            x[:, 6:] = 0.0
+        return x, np.array([1.0 if a else 0.0 for a, _ in rows])
+
+    out: dict[str, dict[str, float | None]] = {}
+    for held in corpora:
+        train = {n: c for n, c in corpora.items() if n != held}
+        xs, ys = zip(*(soft(c) for c in train.values()), strict=True)
+        w = fit_logistic(np.vstack(xs), np.concatenate(ys))
+        rules = objective({n: score(c, GateThresholds()) for n, c in train.items()})
+        best: tuple[tuple[float, float], float] | None = None
+        for threshold in np.arange(0.05, 0.96, 0.05):
+            got = objective({n: _score_with(c, lambda s, t=threshold, w=w: learned_passes(w, s, t))
+                             for n, c in train.items()})
+            if got[1] >= rules[1] - 1e-9 and (best is None or got > best[0]):
+                best = (got, float(threshold))
+        threshold = best[1] if best else 0.5
+        out[held] = _score_with(corpora[held], lambda s, t=threshold, w=w: learned_passes(w, s, t))
+    return out
+
+
+def _score_with(cases: list[tuple[bool, GateSignals]], passes: Any) -> dict[str, float | None]:
+    passed = [(answerable, passes(s)) for answerable, s in cases]
+    abstained = [a for a, p in passed if not p]
+    unanswerable = [p for a, p in passed if not a]
+    answerable = [p for a, p in passed if a]
+    return {
+        "abst_p": sum(not a for a in abstained) / len(abstained) if abstained else None,
+        "abst_r": sum(not p for p in unanswerable) / len(unanswerable) if unanswerable else None,
+        "answered": sum(answerable) / len(answerable) if answerable else None,
+    }

@@ -101,6 +101,10 @@ class GateSignals:
     has_terms: bool = False
     overview: bool = False
     """An overview question about the repository itself with its landing pages in the evidence."""
+    ranker_top: float | None = None
+    """The learned ranker's best score among the candidates (None under `ranker=rrf`)."""
+    ranker_margin: float | None = None
+    """The learned ranker's best score minus its second best (None under `ranker=rrf` or one candidate)."""
 
 
 @dataclass(frozen=True)
@@ -132,8 +136,9 @@ CROSS_LINGUAL_SHARE = 0.25
 
 def gate_signals(rows: Sequence[EvidenceRow], terms: Sequence[str], *, query: str = "",
                  absent_names: Sequence[str] = (), named_files: Sequence[str] = (),
-                 overview: bool = False) -> GateSignals:
-    """Measure the fused rows against the request (pure)."""
+                 overview: bool = False, ranker_scores: Sequence[float] = ()) -> GateSignals:
+    """Measure the fused rows against the request (pure); `ranker_scores` are the learned ranker's scores
+    of the candidates, best first (empty under `ranker=rrf`)."""
     if not rows:
         return GateSignals(absent_names=tuple(absent_names), has_terms=bool(terms))
     distances = [r.scores["distance"] for r in rows if "distance" in r.scores]
@@ -148,6 +153,8 @@ def gate_signals(rows: Sequence[EvidenceRow], terms: Sequence[str], *, query: st
         named_file_found=bool(wanted) and any(r.path.lower().endswith(f) for r in top for f in wanted),
         absent_names=tuple(absent_names), has_terms=bool(terms),
         overview=overview and any("landing" in r.lanes for r in top),
+        ranker_top=round(float(ranker_scores[0]), 5) if ranker_scores else None,
+        ranker_margin=round(float(ranker_scores[0] - ranker_scores[1]), 5) if len(ranker_scores) > 1 else None,
     )
 
 
@@ -181,7 +188,7 @@ def decide(signals: GateSignals, t: GateThresholds) -> GateDecision:
 
 def relevance_gate(rows: Sequence[EvidenceRow], terms: Sequence[str], *, thresholds: GateThresholds | None = None,
                    query: str = "", absent_names: Sequence[str] = (), named_files: Sequence[str] = (),
-                   overview: bool = False) -> GateDecision:
+                   overview: bool = False, ranker_scores: Sequence[float] = ()) -> GateDecision:
     """Decide whether the fused rows answer anything.
 
     Args:
@@ -193,9 +200,10 @@ def relevance_gate(rows: Sequence[EvidenceRow], terms: Sequence[str], *, thresho
         named_files: file names the user wrote; finding one passes the gate (hints derived from aliases
             do not: an alias match alone says little about whether the question is answerable).
         overview: the request asks about the repository itself (`nodes.layout.about_the_project`).
+        ranker_scores: the learned ranker's scores, best first (recorded for calibration).
     """
     signals = gate_signals(rows, terms, query=query, absent_names=absent_names, named_files=named_files,
-                           overview=overview)
+                           overview=overview, ranker_scores=ranker_scores)
     return decide(signals, thresholds or GateThresholds())
 
 

@@ -192,14 +192,20 @@ def merge_lanes(gathered: GatheredLanes, spec: MergeSpec) -> RetrievalResult:
     """
     ranked = rank_rows(gathered.lanes, spec)
     absent = gathered.absent_names if ranked else []
-    decision = relevance_gate(ranked, list(spec.key_terms), thresholds=spec.gate, query=spec.query,
-                              absent_names=absent, named_files=spec.file_names, overview=spec.overview)
+    reordered, model_scores = None, []
     if spec.ranker is not None and not spec.plain:
-        learned = spread_files(spec.ranker.order(ranked, spec.rank_query or RankQuery(spec.query, spec.key_terms),
-                                                 gathered.similarity))
+        by_model = spec.ranker.order(ranked, spec.rank_query or RankQuery(spec.query, spec.key_terms),
+                                     gathered.similarity)
+        model_scores = [r.scores["learned"] for r in by_model if "learned" in r.scores]
         # a code request keeps its reserved code slot whatever the model thinks (SPEC §10)
         explicit = spec.code_plan is not None and spec.code_plan.explicit
-        ranked = reserve_slot(learned, code_slot(spec.code_plan), files=EXPLICIT_CODE_FILES if explicit else 1)
+        reordered = reserve_slot(spread_files(by_model), code_slot(spec.code_plan),
+                                 files=EXPLICIT_CODE_FILES if explicit else 1)
+    decision = relevance_gate(ranked, list(spec.key_terms), thresholds=spec.gate, query=spec.query,
+                              absent_names=absent, named_files=spec.file_names, overview=spec.overview,
+                              ranker_scores=model_scores)
+    if reordered is not None:
+        ranked = reordered
     rows = apply_token_cap(ranked[: max(spec.top_k, spec.plan_limit)], spec.token_cap)
     return RetrievalResult(rows=rows, relevant=decision.passed, gate=decision,
                            lane_sizes={k: len(v) for k, v in gathered.lanes.items()},
