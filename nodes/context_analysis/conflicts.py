@@ -128,10 +128,10 @@ def find_conflicts(spans: Sequence[Span], rows: Sequence[EvidenceRow], terms: Se
         subject, predicate, obj = (str(meta.get(k) or "") for k in ("subject", "predicate", "object"))
         if row.layer != "D2_FACT_INDEX" or not (subject and predicate and obj) or is_test_path(row.path):
             continue
-        value = normalized_value(obj) if re.fullmatch(_LITERAL, obj.strip()) else obj.strip()
-        if value and value.lower() not in _SENTINELS and (stem(subject) in wanted_stems
-                                                          or stem(predicate) in wanted_stems):
-            values.setdefault(f"{subject} — {predicate}", {}).setdefault(value, row.path)
+        fact = normalized_value(obj) if re.fullmatch(_LITERAL, obj.strip()) else obj.strip()
+        if fact and fact.lower() not in _SENTINELS and (stem(subject) in wanted_stems
+                                                        or stem(predicate) in wanted_stems):
+            values.setdefault(f"{subject} — {predicate}", {}).setdefault(fact, row.path)
     notes = []
     for name, by_value in values.items():
         if len(by_value) >= 2 and len(set(by_value.values())) >= 2:
