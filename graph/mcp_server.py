@@ -339,6 +339,7 @@ class LotsmanTools:
         from langchain_core.messages import AIMessage, HumanMessage
 
         from graph.context import Context
+        from graph.nodes import SOURCE_KEY
         from stores.errors import session_deleted
 
         text = check_question(question)
@@ -346,8 +347,12 @@ class LotsmanTools:
         name, session_id, commit = await self._db(self._pick, session)
         messages = [HumanMessage(t.content) if t.role == "user" else AIMessage(t.content) for t in turns]
         context = Context(rag_session_id=session_id, token_cap=self.settings.token_cap, top_k=self.settings.top_k)
+        run_id = uuid.uuid4()
+        # The question log (when on) records where the question came from and the run it was answered in.
+        config = {"run_id": run_id, "metadata": {SOURCE_KEY: "mcp", "run_id": str(run_id)}}
         try:
-            out = await self._graph("ask").ainvoke({"messages": [*messages, HumanMessage(text)]}, context=context)
+            out = await self._graph("ask").ainvoke({"messages": [*messages, HumanMessage(text)]}, config=config,
+                                                   context=context)
         except SessionNotFoundError:  # deleted between two stages of the turn
             raise session_deleted(name) from None
         return AskResult(answer=str(out.get("answer", "")), citations=citations_of(out.get("citations")),

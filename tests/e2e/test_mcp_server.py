@@ -138,8 +138,8 @@ async def test_http_lists_four_tools_and_no_indexing_tool(open_server: DevServer
 
 @pytest.mark.parametrize("headers", [{}, {"x-auth-scheme": "langsmith"}, {"Authorization": "Bearer guess"}],
                          ids=["anonymous", "studio-header", "made-up-token"])
-async def test_http_index_graph_is_refused_without_a_token(open_server: DevServer, small_corpus: Path, db, small_session: str,
-                                                           headers: dict[str, str]) -> None:
+async def test_http_index_graph_is_refused_without_a_token(open_server: DevServer, small_corpus: Path, db,
+                                                           small_session: str, headers: dict[str, str]) -> None:
     from stores.sessions import find_session
 
     session = f"mcp-steal-{uuid.uuid4().hex[:6]}"
@@ -202,3 +202,61 @@ async def test_token_server_serves_the_token_holder(token_server: DevServer, sma
     with db.connection() as conn:
         assert find_session(conn, session) is not None
         delete_session(conn, session)
+
+
+# --- the same server in-process, on the real graph and database -----------------------------------------------------
+
+
+@pytest.fixture
+def in_process(pg_url: str, tmp_path: Path) -> Iterator[Callable[..., Client]]:
+    from graph.mcp_server import LotsmanTools, build_server
+    from graph.settings import Settings
+
+    made: list[LotsmanTools] = []
+
+    def make(**settings: Any) -> Client:
+        tools = LotsmanTools(Settings(database_url=pg_url, data_dir=tmp_path, **settings))
+        made.append(tools)
+        return Client(build_server(tools))
+
+    yield make
+    for tools in made:
+        tools.close()
+
+
+async def test_a_follow_up_reads_its_history(in_process: Callable[..., Client], small_session: str) -> None:
+    from tests.e2e.conftest import CORS_DISABLE_LINES, covers
+
+    history = [{"role": "user", "content": QUESTION},
+               {"role": "assistant", "content": "Добавьте CORSMiddleware (docs/cors.md:5-8)."}]
+    async with in_process() as client:
+        alone = (await client.call_tool("ask", {"question": "А как это отключить?", "session": small_session}))
+        follow = (await client.call_tool("ask", {"question": "А как это отключить?", "session": small_session,
+                                                 "history": history}))
+    assert alone.structured_content is not None and follow.structured_content is not None
+    assert alone.structured_content["abstained"] is True
+    assert follow.structured_content["abstained"] is False
+    assert covers(follow.structured_content["citations"], "docs/cors.md", CORS_DISABLE_LINES[0])
+
+
+async def test_asked_questions_are_logged_as_mcp_when_logging_is_on(in_process: Callable[..., Client],
+                                                                    small_session: str, db) -> None:
+    question = f"Как настроить CORS? {uuid.uuid4().hex[:6]}"
+    async with in_process(log_questions=True) as client:
+        result = await client.call_tool("ask", {"question": question, "session": small_session})
+    assert not result.is_error, result.content
+    with db.connection() as conn:
+        rows = conn.execute("SELECT source, run_id FROM rag_question_log WHERE question = %s", (question,)).fetchall()
+    assert len(rows) == 1 and rows[0][0] == "mcp" and rows[0][1]
+
+
+async def test_a_call_naming_no_session_reads_the_default_or_says_which_exist(
+        in_process: Callable[..., Client], small_session: str, other_session: str) -> None:
+    async with in_process(default_session="no-such-default") as client:  # several sessions, the default not one
+        result = await client.call_tool("read", {"path": "docs/cors.md", "start_line": 1, "end_line": 2})
+    assert result.is_error
+    assert "session is required" in result.content[0].text and small_session in result.content[0].text
+    async with in_process(default_session=small_session) as client:
+        result = await client.call_tool("read", {"path": "docs/cors.md", "start_line": 1, "end_line": 2})
+    assert not result.is_error and result.structured_content is not None
+    assert result.structured_content["session"] == small_session
