@@ -35,7 +35,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PREFIX = "/lotsman"
-"""Where the page lives on the server (`/lotsman/`); its endpoints are under `/lotsman/api/`."""
+"""Where the page lives on the server (`/lotsman/`); its endpoints are under `/lotsman/api/`, and
+`/lotsman/read?session=S&path=P&start=N&end=M` shows one citation's lines (the target of the links in chat
+answers, `nodes/answer_composition/links.py`)."""
 STATIC_DIR = Path(__file__).resolve().with_name("web_static")
 
 MAX_BODY_BYTES = 256 * 1024
@@ -338,6 +340,10 @@ async def _page(request: Request) -> Response:
     return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
 
+async def _citation_view(request: Request) -> Response:
+    return FileResponse(STATIC_DIR / "read.html", headers={"Cache-Control": "no-cache"})
+
+
 async def _to_page(request: Request) -> Response:
     return RedirectResponse(f"{request.scope.get('root_path', '')}{PREFIX}/", status_code=307)
 
@@ -354,6 +360,7 @@ def routes(backend: WebBackend | None = None, token: Callable[[], str | None] | 
         Route(PREFIX, _to_page, methods=["GET"]),
         Mount(PREFIX, routes=[
             Route("/", _page, methods=["GET"]),
+            Route("/read", _citation_view, methods=["GET"]),
             Route("/api/sessions", api.sessions, methods=["GET"]),
             Route("/api/read", api.read, methods=["GET"]),
             Route("/api/feedback", api.feedback, methods=["POST"]),

@@ -478,42 +478,87 @@ if (typeof document !== "undefined") {
     view.turn.scrollIntoView({ block: "end" });
   }
 
-  $("ask-form").addEventListener("submit", async (ev) => {
-    ev.preventDefault();
-    const box = $("question");
-    const question = box.value.trim();
-    if (!question || state.busy) return;
-    if (!state.session) {
-      notice("Сначала выберите сессию.", true);
+  function initAskPage() {
+    $("ask-form").addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const box = $("question");
+      const question = box.value.trim();
+      if (!question || state.busy) return;
+      if (!state.session) {
+        notice("Сначала выберите сессию.", true);
+        return;
+      }
+      state.busy = true;
+      $("ask").disabled = true;
+      box.value = "";
+      try {
+        await ask(question);
+      } finally {
+        state.busy = false;
+        $("ask").disabled = false;
+        box.focus();
+      }
+    });
+
+    $("question").addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+        ev.preventDefault();
+        $("ask-form").requestSubmit();
+      }
+    });
+
+    $("session").addEventListener("change", (ev) => chooseSession(ev.target.value));
+    $("new-thread").addEventListener("click", newThread);
+    loadSessions();
+  }
+
+  // --- the citation view (/lotsman/read?session=S&path=P&start=N&end=M: where chat answers' links lead) ----
+  const CONTEXT_LINES = 5;
+
+  /** The lines to show around a citation: a few before and after it, within the server's read limit. */
+  function viewRange(start, end) {
+    const spare = Math.max(0, Math.min(CONTEXT_LINES, Math.floor((400 - (end - start + 1)) / 2)));
+    return [Math.max(1, start - spare), end + spare];
+  }
+
+  async function loadCitationView() {
+    const params = new URLSearchParams(location.search);
+    const session = params.get("session") || "";
+    const path = params.get("path") || "";
+    const start = Number.parseInt(params.get("start") || "", 10);
+    const end = Number.parseInt(params.get("end") || params.get("start") || "", 10);
+    $("cited").textContent = Number.isFinite(start) ? `${path}:${start}-${end}` : path;
+    $("cited-session").textContent = session;
+    const box = $("citation-lines");
+    if (!session || !path || !Number.isFinite(start) || !Number.isFinite(end)) {
+      box.classList.add("error");
+      box.replaceChildren(document.createTextNode("В ссылке нет session, path, start и end."));
       return;
     }
-    state.busy = true;
-    $("ask").disabled = true;
-    box.value = "";
+    const [from, to] = viewRange(start, end);
+    const q = new URLSearchParams({ session, path, start_line: String(from), end_line: String(to) });
     try {
-      await ask(question);
-    } finally {
-      state.busy = false;
-      $("ask").disabled = false;
-      box.focus();
+      const data = await getJson(`${pageRoot}api/read?${q}`);
+      box.classList.remove("error");
+      box.replaceChildren(...data.lines.map((line) => el("div",
+        { class: line.number >= start && line.number <= end ? "line cited" : "line" },
+        el("span", { class: "no", text: String(line.number) }), el("span", { class: "text", text: line.text }))));
+      const first = box.querySelector(".cited");
+      if (first) first.scrollIntoView({ block: "center" });
+      if (data.commit) $("cited-session").textContent = `${session} @ ${String(data.commit).slice(0, 10)}`;
+    } catch (err) {
+      box.classList.add("error");
+      box.replaceChildren(document.createTextNode(`Не удалось прочитать строки: ${err.message}`));
     }
-  });
+  }
 
-  $("question").addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
-      ev.preventDefault();
-      $("ask-form").requestSubmit();
-    }
-  });
-
-  $("session").addEventListener("change", (ev) => chooseSession(ev.target.value));
-  $("new-thread").addEventListener("click", newThread);
+  const reload = $("citation-view") ? loadCitationView : loadSessions;
   $("token-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     sessionStorage.setItem("lotsman-token", $("token").value.trim());
     $("token-form").hidden = true;
-    loadSessions();
+    reload();
   });
-
-  loadSessions();
+  if ($("citation-view")) loadCitationView();
+  else initAskPage();
 }

@@ -152,6 +152,8 @@ def test_page_and_static_files_are_served(client: TestClient) -> None:
     assert script.status_code == 200 and "javascript" in script.headers["content-type"]
     assert "innerHTML" not in script.text, "text from the index is never parsed as HTML"
     assert client.get("/lotsman/static/style.css").status_code == 200
+    view = client.get("/lotsman/read", params={"session": "demo", "path": "docs/a.md", "start": 1, "end": 2})
+    assert view.status_code == 200 and 'id="citation-view"' in view.text, "where chat answers' links lead"
     moved = client.get("/lotsman", follow_redirects=False)
     assert moved.status_code == 307 and moved.headers["location"].endswith("/lotsman/")
 

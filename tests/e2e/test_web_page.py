@@ -1,0 +1,195 @@
+"""The web page `lotsman serve` publishes, driven in a real headless Chromium (Debian's `chromium`, Playwright).
+
+`langgraph dev` serves langgraph.json as `lotsman serve` does (its `http.app` mounts graph/web.py's routes) on
+this test run's database; the page asks the server's own API (a thread, `runs/stream` of `lotsman`). Flow:
+pick the session, ask, see the citations, expand one (the cited lines come from the index), vote (the vote
+is in `rag_feedback`), ask a follow-up in the same thread. The test saves a screenshot of the page with an
+expanded citation and prints its path (also copied to $LOTSMAN_SCREENSHOT_DIR when that is set).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import CORS_DISABLE_LINES, CORS_DOC, SMALL_CORPUS, DevServer, running_dev_server, write_corpus
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ANSWER_TIMEOUT_MS = 120_000
+"""The first answer loads the embedder inside the server: generous, it is a ceiling, not a measurement."""
+
+WIDGET_DOC = """# Виджет
+
+Чтобы встроить виджет, вставьте на страницу строку:
+
+<img src=x onerror="window.__xss = 1">
+
+Виджет появится после перезагрузки.
+"""
+"""A document whose indexed text is HTML: the page must show it as text, never run it."""
+WEB_CORPUS = {**SMALL_CORPUS, "docs/widget.md": WIDGET_DOC}
+
+
+def doc_lines(text: str, start: int, end: int) -> list[str]:
+    return text.split("\n")[start - 1:end]
+
+
+@pytest.fixture(scope="module")
+def web_session(db, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The small corpus plus the HTML widget page, indexed with the real offline `use` embedder."""
+    from stores.embedders import make_embedder
+    from stores.indexing.service import index_repository
+
+    root = write_corpus(tmp_path_factory.mktemp("web-corpus"), WEB_CORPUS)
+    name = f"e2e-web-{uuid.uuid4().hex[:8]}"
+    report = index_repository(db, root, session_name=name, embedder=make_embedder("use"), incremental=False)
+    assert report.files_indexed == len(WEB_CORPUS), report.counts()
+    return name
+
+
+@pytest.fixture(scope="module")
+def server(offline_env: Callable[..., dict[str, str]], tmp_path_factory: pytest.TempPathFactory,
+           db) -> Iterator[DevServer]:
+    with running_dev_server(offline_env(LOTSMAN_EMBEDDER="use"), tmp_path_factory.mktemp("web-dev")) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (`apt-get install chromium`; make test does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh tab; the test fails if a script of the page raised (a refused request is the test's to judge)."""
+    tab = browser.new_page(viewport={"width": 1100, "height": 1300})
+    errors: list[str] = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield tab
+    tab.close()
+    assert errors == [], "the page's script raised"
+
+
+def open_page(page: Any, server: DevServer, session: str) -> None:
+    page.goto(f"{server.url}/lotsman/")
+    page.wait_for_selector("#session:not([disabled])")
+    page.select_option("#session", session)
+
+
+def ask(page: Any, question: str, turn: int) -> Any:
+    """Type `question`, send it with Enter, wait for turn `turn`'s answer; returns the answer's locator."""
+    page.fill("#question", question)
+    page.press("#question", "Enter")
+    answer = page.locator(f".turn[data-turn='{turn}'] .answer")
+    page.wait_for_selector(f".turn[data-turn='{turn}'] .answer:not(.pending) .vote", timeout=ANSWER_TIMEOUT_MS)
+    assert "failed" not in (answer.get_attribute("class") or ""), answer.inner_text()
+    return answer
+
+
+def sources(answer: Any) -> list[dict[str, Any]]:
+    """The answer's citation list as the page shows it."""
+    return [{"path": a.get_attribute("data-path"), "start_line": int(a.get_attribute("data-start")),
+             "end_line": int(a.get_attribute("data-end")), "label": a.inner_text()}
+            for a in answer.locator(".sources a.citation").all()]
+
+
+def expand(answer: Any, path: str) -> tuple[dict[str, Any], list[tuple[int, str]]]:
+    """Click the first citation of `path` in the answer's list; returns it and the (number, text) lines shown."""
+    index = next(i for i, s in enumerate(sources(answer)) if s["path"] == path)
+    cite = sources(answer)[index]
+    item = answer.locator(".sources > li").nth(index)
+    item.locator("a.citation").click()
+    item.locator(".lines .line .no").first.wait_for()
+    rows = item.locator(".lines .line")
+    shown = [(int(r.locator(".no").inner_text()), r.locator(".text").inner_text()) for r in rows.all()]
+    return cite, shown
+
+
+def save_screenshot(page: Any, folder: Path, name: str) -> Path:
+    path = folder / name
+    page.screenshot(path=str(path))
+    extra = os.environ.get("LOTSMAN_SCREENSHOT_DIR")
+    if extra:
+        Path(extra).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(extra) / name)
+    return path
+
+
+def test_ask_expand_vote_and_follow_up(page: Any, server: DevServer, web_session: str, db,
+                                       tmp_path_factory: pytest.TempPathFactory,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    open_page(page, server, web_session)
+    page.press("#question", "Enter")  # an empty question is not sent
+    assert page.locator(".turn").count() == 0
+
+    question = "Как настроить CORS в приложении?"
+    first = ask(page, question, 1)
+    assert first.locator(".answer-text a.citation").count() >= 1, "citations in the answer's text are links"
+    assert "docs/cors.md" in {s["path"] for s in sources(first)}, sources(first)
+
+    cite, shown = expand(first, "docs/cors.md")
+    expected = doc_lines(CORS_DOC, cite["start_line"], cite["end_line"])
+    assert shown == list(zip(range(cite["start_line"], cite["end_line"] + 1), expected, strict=True))
+    shot = save_screenshot(page, tmp_path_factory.mktemp("web-page-screenshots"), "web-page-expanded-citation.png")
+    with capsys.disabled():
+        print(f"\nscreenshot of the page with an expanded citation: {shot}")
+
+    # --- a vote with a comment ------------------------------------------------------------------------------
+    first.locator(".thumb.down").click()
+    first.locator("textarea.comment").fill("не хватает примера")
+    first.locator("button.send").click()
+    first.locator(".status.done").wait_for()
+    with db.connection() as conn:
+        rows = conn.execute("SELECT score, question, comment, run_id, thread_id, citations, answer FROM rag_feedback "
+                            "WHERE session_name = %s", (web_session,)).fetchall()
+    assert len(rows) == 1
+    score, voted_question, comment, run_id, thread_id, citations, answer = rows[0]
+    assert (score, voted_question, comment) == (-1, question, "не хватает примера")
+    assert run_id and thread_id and "docs/cors.md" in answer
+    assert {"path": cite["path"], "start_line": cite["start_line"], "end_line": cite["end_line"]} in citations
+
+    # --- a follow-up in the same thread ---------------------------------------------------------------------
+    second = ask(page, "А как это отключить?", 2)
+    assert any(s["path"] == "docs/cors.md" and s["start_line"] <= CORS_DISABLE_LINES[0] <= s["end_line"]
+               for s in sources(second)), sources(second)
+    state = httpx.get(f"{server.url}/threads/{thread_id}/state", timeout=30).json()
+    assert [m["type"] for m in state["values"]["messages"]] == ["human", "ai", "human", "ai"]
+
+
+def test_index_text_is_shown_as_text_never_run(page: Any, server: DevServer, web_session: str) -> None:
+    open_page(page, server, web_session)
+    answer = ask(page, "Как встроить виджет?", 1)
+    _, shown = expand(answer, "docs/widget.md")
+    assert (5, '<img src=x onerror="window.__xss = 1">') in shown
+    assert page.locator(".answer img").count() == 0
+    assert page.evaluate("window.__xss") is None
+
+
+def test_citation_view_shows_the_cited_lines(page: Any, server: DevServer, web_session: str) -> None:
+    """Where the Markdown links of chat answers lead (`/lotsman/read?session&path&start&end`)."""
+    start, end = CORS_DISABLE_LINES
+    page.goto(f"{server.url}/lotsman/read?session={web_session}&path=docs/cors.md&start={start}&end={end}")
+    page.locator("#citation-lines .line.cited").first.wait_for()
+    cited = [t.inner_text() for t in page.locator("#citation-lines .line.cited .text").all()]
+    assert cited == doc_lines(CORS_DOC, start, end)
+    assert page.locator("#citation-lines .line").count() > len(cited), "a few lines around it for context"
+
+    page.goto(f"{server.url}/lotsman/read?session={web_session}&path=docs/missing.md&start=1&end=2")
+    page.locator("#citation-lines.error").wait_for()
+    assert "docs/missing.md is not in session" in page.inner_text("#citation-lines")
