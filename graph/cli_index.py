@@ -7,40 +7,76 @@ import json
 from pathlib import Path
 from typing import Any
 
-from graph.cli_commands import open_deps, session_name
+from graph.cli_commands import session_name
 from graph.settings import Settings
 from graph.terminal import printable
 
 
 def _index(args: argparse.Namespace, settings: Settings) -> int:
-    from graph.progress import ProgressBar
-    from stores.embedders import make_embedder
+    from stores.database import Database
     from stores.errors import IndexingError
     from stores.indexing.files import escaped_path
-    from stores.indexing.service import index_repository
 
     root = Path(args.path)
     if not root.exists():
         raise IndexingError(f"path not found: {printable(escaped_path(str(root)))}")
-    with open_deps(settings, production=False) as deps:
-        db = deps.database()
-        session = _find_session(db, args.session)
-        _confirm_size(root, args, known_root=session is not None and session.root_path == str(root.resolve()))
-        embedder_name = args.embedder or (session.embedder if session else None) or settings.embedder
-        embedder = make_embedder(embedder_name, settings)
-        # --rebuild builds the new generation beside the old one (in the new embedder's table when it
-        # changes) and swaps only when it is complete: a failed rebuild leaves the old index answering.
-        report = index_repository(db, root, session_name=args.session, embedder=embedder,
-                                  incremental=not args.full, max_bytes=settings.max_file_bytes,
-                                  batch_size=settings.embed_batch_size, progress=ProgressBar(),
-                                  parse_workers=settings.parse_workers, rebuild=args.rebuild)
+    session, report = _unchanged(root, args, settings)
+    embedder = session.embedder if report is not None else ""
+    if report is None:
+        with Database.from_settings(settings) as db:
+            report, embedder = _run_index(db, session, root, args, settings)
     if args.json:
-        from graph.index_graph import report_dict
-
-        print(json.dumps(report_dict(report), ensure_ascii=False, indent=2, default=str))
+        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2, default=str))
     else:
-        _print_index_report(report, embedder.name, verbose=args.verbose)
+        _print_index_report(report, embedder, verbose=args.verbose)
     return 0
+
+
+def _unchanged(root: Path, args: argparse.Namespace, settings: Settings) -> tuple[Any, Any]:
+    """The session (None when new) and the no-op report when nothing changed since its last job (else None).
+
+    One plain connection, not the pool: an unchanged folder is answered before the embedder, the pipelines,
+    the graph's modules and the pool's pgvector types load (a no-op re-index of fastapi-ru cost 1.7 s, nearly
+    all imports it never used; see stores/indexing/unchanged.py).
+    """
+    from stores.database import EMBEDDED_HINT, EXTERNAL_HINT, connect, ensure_pgvector, resolve_database_url
+    from stores.indexing.unchanged import unchanged_report
+    from stores.schema import ensure_tables
+    from stores.sessions import find_session
+
+    revision = None
+    if args.ref is not None:  # a bad ref or a folder outside git: one line before anything is opened
+        from stores.indexing.git_source import resolve_revision
+
+        revision = resolve_revision(root, args.ref)
+    url = resolve_database_url(settings.database_url, settings.data_dir)
+    with connect(url, hint=EXTERNAL_HINT if settings.database_url else EMBEDDED_HINT) as conn:
+        ensure_pgvector(conn)
+        ensure_tables(conn)
+        session = find_session(conn, args.session)
+        if session is None or args.full or args.rebuild:
+            return session, None
+        return session, unchanged_report(conn, session, root, max_bytes=settings.max_file_bytes,
+                                          revision=revision, embedder=args.embedder)
+
+
+def _run_index(db: Any, session: Any, root: Path, args: argparse.Namespace, settings: Settings) -> tuple[Any, str]:
+    from graph.progress import ProgressBar
+    from stores.embedders import make_embedder
+    from stores.indexing.service import index_repository
+
+    if args.ref is None:
+        _confirm_size(root, args, known_root=session is not None and session.root_path == str(root.resolve()))
+    embedder_name = args.embedder or (session.embedder if session else None) or settings.embedder
+    embedder = make_embedder(embedder_name, settings)
+    # --rebuild builds the new generation beside the old one (in the new embedder's table when it
+    # changes) and swaps only when it is complete: a failed rebuild leaves the old index answering.
+    report = index_repository(db, root, session_name=args.session, embedder=embedder,
+                              incremental=not args.full, max_bytes=settings.max_file_bytes,
+                              batch_size=settings.embed_batch_size, progress=ProgressBar(),
+                              parse_workers=settings.parse_workers, rebuild=args.rebuild, ref=args.ref,
+                              check_unchanged=False)
+    return report, embedder.name
 
 
 def _confirm_size(root: Path, args: argparse.Namespace, *, known_root: bool) -> None:
@@ -61,12 +97,22 @@ def _confirm_size(root: Path, args: argparse.Namespace, *, known_root: bool) -> 
 def _print_index_report(report: Any, embedder: str, *, verbose: bool) -> None:
     # File and session names are escaped: a name could otherwise forge a `skipped` line or move the cursor.
     t = report.timings
-    print(f"session '{printable(report.session)}' ({report.kind}, embedder {embedder}): "
+    source = ""
+    if report.revision:
+        source = f" from {printable(report.revision['ref'])} @ {report.revision['commit'][:12]}"
+    print(f"session '{printable(report.session)}' ({report.kind}{source}, embedder {embedder}): "
           f"{report.files_seen} files seen, {report.files_indexed} indexed, {report.files_unchanged} unchanged, "
           f"{report.files_deleted} deleted, {len(report.skipped)} skipped")
-    print(f"parsed {report.parsed}, from cache {report.cache_hits}, embedded {report.embedded} rows, "
-          f"wrote {report.rows_written} rows in {t.get('total', 0):.1f}s "
-          f"(parse {t.get('parse', 0):.1f}s, embed {t.get('embed', 0):.1f}s, write {t.get('write', 0):.1f}s)")
+    if report.noop:
+        print(f"nothing changed since the last index job: parsed 0, from cache 0, embedded 0 rows, wrote 0 rows "
+              f"(checked in {t.get('total', 0):.2f}s)")
+    else:
+        print(f"parsed {report.parsed}, from cache {report.cache_hits}, embedded {report.embedded} rows, "
+              f"wrote {report.rows_written} rows in {t.get('total', 0):.1f}s "
+              f"(parse {t.get('parse', 0):.1f}s, embed {t.get('embed', 0):.1f}s, write {t.get('write', 0):.1f}s)")
+    if report.reembedded_share is not None and report.vectors_reused:
+        print(f"re-embedded {report.reembedded_share:.0%} of vectors ({report.embedded} new, "
+              f"{report.vectors_reused} from the blob cache)")
     if report.rows_per_layer:
         print(f"{'layer':<22} {'rows':>7}")
         for layer, n in report.rows_per_layer.items():
@@ -80,15 +126,6 @@ def _print_index_report(report: Any, embedder: str, *, verbose: bool) -> None:
         print(f"{len(report.warnings)} warnings (-v to list)")
 
 
-def _find_session(db: Any, name: str) -> Any:
-    from stores.schema import ensure_tables
-    from stores.sessions import find_session
-
-    with db.connection() as conn:
-        ensure_tables(conn)
-        return find_session(conn, name)
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("index", help="index a repository folder (incremental by default)")
     p.add_argument("path")
@@ -98,6 +135,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rebuild", action="store_true",
                    help="build a complete new index, e.g. with another --embedder; the old one answers until it "
                         "is done, and stays if the rebuild fails")
+    p.add_argument("--ref", metavar="REF",
+                   help="index this git revision (tag, branch or commit) of the repository at PATH, read from git "
+                        "without touching the working tree; the session records repository, ref and commit")
     p.add_argument("--yes", action="store_true",
                    help="index a folder with more than 5000 .md/.py files (refused without it)")
     p.add_argument("--json", action="store_true")

@@ -9,8 +9,8 @@ from datetime import datetime
 import psycopg
 from psycopg.rows import dict_row
 
-from stores.errors import EmbedderMismatchError, SessionBusyError, SessionNotFoundError
-from stores.indexing.jobs import fail_interrupted
+from stores.errors import EmbedderMismatchError, SessionBusyError, SessionNotFoundError, UsageError
+from stores.indexing.jobs import fail_interrupted, job_lock_key
 from stores.schema import chunk_table, ensure_space
 
 
@@ -29,6 +29,19 @@ class RagSession:
     """Lexemes too frequent in this index to help lexical search (refreshed by every index job)."""
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    repo_path: str | None = None
+    """The git repository the index was read from (`lotsman index PATH --ref REF`); None for a folder."""
+    git_ref: str | None = None
+    """The ref as it was given (`v1.2`, `main`, a sha); None for a folder."""
+    commit_sha: str | None = None
+    """The commit the ref named when the index was built; None for a folder (its working tree)."""
+
+    @property
+    def revision(self) -> str | None:
+        """`REF @ SHORT_SHA` of a session indexed from a git revision, None for a folder."""
+        if self.commit_sha is None:
+            return None
+        return f"{self.git_ref} @ {self.commit_sha[:12]}" if self.git_ref else self.commit_sha[:12]
 
     @property
     def table(self) -> str:
@@ -45,7 +58,7 @@ class RagSession:
 
 
 _COLUMNS = ("rag_session_id, name, embedder, embedding_dim, active_generation, project_id, root_path, "
-            "stop_lexemes, created_at, updated_at")
+            "stop_lexemes, created_at, updated_at, repo_path, git_ref, commit_sha")
 
 
 def _row(row: dict | None) -> RagSession | None:
@@ -135,11 +148,6 @@ def list_sessions(conn: psycopg.Connection) -> list[dict]:
     return out
 
 
-def job_lock_key(session_id: str) -> str:
-    """Key of the session's advisory lock: held by an index job for its whole run, taken by a delete."""
-    return f"lotsman_index:{session_id}"
-
-
 def reap_interrupted_jobs(conn: psycopg.Connection) -> int:
     """Mark failed the `running` jobs whose process is gone; returns how many.
 
@@ -178,3 +186,73 @@ def delete_session(conn: psycopg.Connection, name_or_id: str) -> RagSession:
             )
         conn.execute("DELETE FROM rag_sessions WHERE rag_session_id = %s", (session.rag_session_id,))
     return session
+
+
+MIN_SHA_PREFIX = 7
+"""A ref of at least this many hex digits also matches the commits it is a prefix of (git's short sha)."""
+
+
+def ref_matches(ref: str, git_ref: str | None, commit_sha: str | None) -> bool:
+    """Whether a session indexed from `git_ref` at `commit_sha` is the revision `ref` names: the same ref
+    as given, the full sha, or a short sha (at least `MIN_SHA_PREFIX` hex digits)."""
+    if commit_sha is None:
+        return False
+    ref = ref.strip()
+    if ref == git_ref or ref.lower() == commit_sha:
+        return True
+    hexdigits = len(ref) >= MIN_SHA_PREFIX and all(c in "0123456789abcdef" for c in ref.lower())
+    return hexdigits and commit_sha.startswith(ref.lower())
+
+
+def pick_revision_session(ref: str, sessions: list[RagSession], *, repo_path: str | None = None) -> RagSession:
+    """The one session indexed from the revision `ref` names (of `repo_path`'s repository when given).
+
+    Raises:
+        SessionNotFoundError: no session was indexed from that revision (the message lists the revisions
+            that are).
+        UsageError: several sessions were (the message names them: pick one with --session).
+    """
+    indexed = [s for s in sessions if s.commit_sha is not None and (repo_path is None or s.repo_path == repo_path)]
+    found = [s for s in indexed if ref_matches(ref, s.git_ref, s.commit_sha)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        known = ", ".join(sorted(f"{s.revision} (session '{s.name}')" for s in indexed)[:10]) or "none yet"
+        raise SessionNotFoundError(
+            f"no session is indexed from revision '{ref}': index it with `lotsman index REPO --ref {ref} "
+            f"--session NAME` (indexed revisions: {known})")
+    names = ", ".join(sorted(f"'{s.name}'" for s in found))
+    raise UsageError(f"revision '{ref}' is indexed in several sessions ({names}): name one with --session")
+
+
+def session_for_ref(conn: psycopg.Connection, ref: str, *, within: str | None = None) -> RagSession:
+    """The session indexed from revision `ref` (`ask --ref`, the run context's `ref`).
+
+    Args:
+        within: a session name or id: look only among sessions of its repository (when it records one).
+
+    Raises:
+        SessionNotFoundError: none is; UsageError: several are (see `pick_revision_session`).
+    """
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(f"SELECT {_COLUMNS} FROM rag_sessions WHERE commit_sha IS NOT NULL ORDER BY name"
+                           ).fetchall()
+    sessions = [RagSession(**row) for row in rows]
+    repo_path = None
+    if within is not None:
+        anchor = find_session(conn, within)
+        repo_path = anchor.repo_path if anchor is not None else None
+    return pick_revision_session(ref, sessions, repo_path=repo_path)
+
+
+def run_session(conn: psycopg.Connection, rag_session_id: str, ref: str | None, *,
+                session_given: bool = True) -> str:
+    """The session a run answers from: `rag_session_id` itself, or with `ref` the session indexed from that
+    revision (of the named session's repository when `session_given`). Returns its id.
+
+    Raises:
+        SessionNotFoundError, UsageError: as `session_for_ref` and `get_session` do.
+    """
+    if ref is None or not ref.strip():
+        return get_session(conn, rag_session_id).rag_session_id
+    return session_for_ref(conn, ref, within=rag_session_id if session_given else None).rag_session_id

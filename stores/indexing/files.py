@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,9 +122,27 @@ def collect_files(
         NotADirectoryError: `root` is not a directory.
     """
     real_root = _checked_root(root)
-    exts = tuple(ext.lower() for ext in include_exts)
     files: list[SourceFile] = []
     skipped: list[SkippedFile] = []
+    for rel, path, reason in _walk(real_root, include_exts):
+        if reason is not None:
+            skipped.append(SkippedFile(rel, reason))
+            continue
+        result = _load(path, rel, real_root, max_bytes)
+        if isinstance(result, SourceFile):
+            files.append(result)
+        else:
+            skipped.append(result)
+    files.sort(key=lambda item: item.path)
+    skipped.sort(key=lambda item: item.path)
+    return CollectedFiles(files=files, skipped=skipped)
+
+
+def _walk(real_root: Path, include_exts: tuple[str, ...]) -> Iterator[tuple[str, Path, str | None]]:
+    """(relative path, path, skip reason or None) of every candidate `collect_files` vets, in walk order:
+    candidate files (reason None), and the names it must report without reading (non-UTF-8 names, symlinked
+    folders leaving the root)."""
+    exts = tuple(ext.lower() for ext in include_exts)
     for dirpath, dirnames, filenames in os.walk(real_root, followlinks=False):
         current = Path(dirpath)
         kept_dirs = []
@@ -132,11 +151,11 @@ def collect_files(
                 continue
             child = current / name
             if not is_utf8_name(name):
-                skipped.append(SkippedFile(escaped_path(_rel(child, real_root)), NON_UTF8_DIR))
+                yield escaped_path(_rel(child, real_root)), child, NON_UTF8_DIR
                 continue
             if child.is_symlink():
                 if not _inside(child.resolve(), real_root):
-                    skipped.append(SkippedFile(_rel(child, real_root), "symlink points outside the root"))
+                    yield _rel(child, real_root), child, "symlink points outside the root"
                 continue
             kept_dirs.append(name)
         dirnames[:] = kept_dirs
@@ -144,16 +163,64 @@ def collect_files(
             if name.startswith(".") or not name.lower().endswith(exts):
                 continue
             if not is_utf8_name(name):
-                skipped.append(SkippedFile(escaped_path(_rel(current / name, real_root)), NON_UTF8_FILE))
+                yield escaped_path(_rel(current / name, real_root)), current / name, NON_UTF8_FILE
                 continue
-            result = _load(current / name, _rel(current / name, real_root), real_root, max_bytes)
-            if isinstance(result, SourceFile):
-                files.append(result)
-            else:
-                skipped.append(result)
-    files.sort(key=lambda item: item.path)
-    skipped.sort(key=lambda item: item.path)
-    return CollectedFiles(files=files, skipped=skipped)
+            yield _rel(current / name, real_root), current / name, None
+
+
+def is_candidate_path(rel: str, include_exts: tuple[str, ...] = DEFAULT_INCLUDE_EXTS) -> bool:
+    """Whether a path relative to the root is one `collect_files` would vet: no hidden or ignored folder on
+    the way, not hidden itself, an included extension (a git tree's paths go through the same rule)."""
+    parts = rel.split("/")
+    if any(_is_ignored_name(part) for part in parts[:-1]):
+        return False
+    name = parts[-1]
+    return bool(name) and not name.startswith(".") and name.lower().endswith(tuple(e.lower() for e in include_exts))
+
+
+STAT_RACY_NS = 2_000_000_000
+"""A file modified less than this before its stat snapshot was taken may change again within the same mtime
+tick (git's "racy clean" files): the no-op check re-reads it instead of trusting its stat."""
+
+StatEntry = tuple[int, int, int]
+"""(size, mtime_ns, inode) of a candidate file, following a symlink; (-1, -1, -1) for a reported name."""
+
+
+def stat_tree(root: Path, *, include_exts: tuple[str, ...] = DEFAULT_INCLUDE_EXTS) -> dict[str, StatEntry]:
+    """The stat snapshot of every candidate `collect_files` would vet under `root`, without reading a file:
+    what an unchanged folder is recognised by before anything heavier starts.
+
+    Raises:
+        FileNotFoundError: `root` does not exist.
+        NotADirectoryError: `root` is not a directory.
+    """
+    real_root = _checked_root(root)
+    out: dict[str, StatEntry] = {}
+    for rel, path, reason in _walk(real_root, include_exts):
+        try:
+            st = path.stat() if reason is None else None
+        except OSError:  # broken symlink, unreadable: reported by collect_files, compared as a name
+            st = None
+        out[rel] = (st.st_size, st.st_mtime_ns, st.st_ino) if st is not None else (-1, -1, -1)
+    return out
+
+
+def changed_since(previous: dict[str, list], current: dict[str, StatEntry], taken_ns: int) -> list[str] | None:
+    """Which files must be read again to tell whether the folder changed since `previous` was recorded.
+
+    Args:
+        previous: path → [size, mtime_ns, inode, blob_sha or None] as the last job recorded it (taken at
+            `taken_ns`).
+        current: this run's `stat_tree`.
+
+    Returns:
+        None when the set of names differs (a file added, removed or renamed: the folder changed); otherwise
+        the files whose stat differs or was racy (their blob shas decide), often none.
+    """
+    if previous.keys() != current.keys():
+        return None
+    return [path for path, now in current.items()
+            if tuple(previous[path][:3]) != now or now[1] >= taken_ns - STAT_RACY_NS]
 
 
 def count_candidates(
@@ -265,6 +332,11 @@ def _load(path: Path, rel: str, real_root: Path, max_bytes: int) -> SourceFile |
         data = resolved.read_bytes()
     except OSError as error:
         return SkippedFile(rel, f"unreadable: {error.strerror or error}")
+    return vet_bytes(rel, data, max_bytes, abs_path=path.absolute())
+
+
+def vet_bytes(rel: str, data: bytes, max_bytes: int, *, abs_path: Path) -> SourceFile | SkippedFile:
+    """A file's bytes vetted (size, empty, binary, UTF-8) and decoded, or why it cannot be indexed."""
     # The file may have grown between stat() and read().
     if len(data) > max_bytes:
         return SkippedFile(rel, f"too large: {len(data)} bytes > limit {max_bytes}")
@@ -279,4 +351,4 @@ def _load(path: Path, rel: str, real_root: Path, max_bytes: int) -> SourceFile |
     text = normalize_newlines(text.removeprefix("\ufeff"))
     if not text.strip():
         return SkippedFile(rel, "empty file (whitespace only)")
-    return SourceFile(path=rel, abs_path=path.absolute(), text=text, blob_sha=git_blob_sha(data))
+    return SourceFile(path=rel, abs_path=abs_path, text=text, blob_sha=git_blob_sha(data))

@@ -3,13 +3,68 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
+from stores.indexing.files import SkippedFile
+
 INTERRUPTED = ("interrupted: the process running this job ended before finishing it (killed or crashed); "
                "the session keeps its previous index — run the index again")
 """The error of a job found `running` with nobody running it (`finished_at` is when that was found)."""
+
+
+@dataclass
+class IndexReport:
+    """What one indexing job did (printed by `lotsman index`, stored on the job row)."""
+
+    session: str
+    job_id: str
+    kind: str
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_deleted: int = 0
+    cache_hits: int = 0
+    parsed: int = 0
+    embedded: int = 0
+    vectors_reused: int = 0
+    """Vectors taken from the blob cache instead of being embedded again."""
+    rows_written: int = 0
+    rows_per_layer: dict[str, int] = field(default_factory=dict)
+    noop: bool = False
+    """Nothing changed since the last job: recognised from the stat snapshot (or the commit) before any file
+    was parsed or embedded."""
+    revision: dict[str, str] | None = None
+    """`{"repo", "ref", "commit"}` when the job read a git revision (`--ref`)."""
+    skipped: list[SkippedFile] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def reembedded_share(self) -> float | None:
+        """Share of the written vectors that were embedded by this job (the rest came from the blob cache):
+        about the share of changed files when a second tag of a repository is indexed; None with no vectors."""
+        total = self.embedded + self.vectors_reused
+        return round(self.embedded / total, 4) if total else None
+
+    def counts(self) -> dict:
+        out = {k: v for k, v in self.__dict__.items() if k not in ("skipped", "warnings", "session", "job_id")}
+        out["reembedded_share"] = self.reembedded_share
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as `lotsman index --json` and the index graph return it."""
+        return {"session": self.session, "job_id": self.job_id, "kind": self.kind, **self.counts(),
+                "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+                "warnings": self.warnings[:200]}
+
+
+def job_lock_key(session_id: str) -> str:
+    """Key of the session's advisory lock: held by an index job for its whole run, taken by a delete."""
+    return f"lotsman_index:{session_id}"
 
 
 def start_job(conn: psycopg.Connection, session_id: str, kind: str) -> str:
@@ -22,21 +77,56 @@ def start_job(conn: psycopg.Connection, session_id: str, kind: str) -> str:
     return job_id
 
 
-def complete_job(conn: psycopg.Connection, job_id: str, *, counts: dict, skipped: list[dict]) -> None:
+def complete_job(conn: psycopg.Connection, job_id: str, *, counts: dict, skipped: list[dict],
+                 tree: dict[str, Any] | None = None) -> None:
     """Mark the job `done`. Call it inside the transaction that makes the job's rows live (the generation
     swap, or a changes job's writes): the status and the rows commit together, so an interrupt at any moment
-    leaves either live rows and `done`, or the old rows and a job that is not done."""
+    leaves either live rows and `done`, or the old rows and a job that is not done.
+
+    Args:
+        tree: what the index now holds was read from (`stat_tree` entries with blob shas, or a git commit),
+            kept in `counts` under `tree`: the next job compares against it (`last_tree`).
+    """
     conn.execute(
         "UPDATE rag_index_jobs SET status = 'done', counts = %s, skipped = %s, error = NULL, finished_at = now() "
         "WHERE job_id = %s",
-        (Jsonb(counts), Jsonb(skipped), job_id),
+        (Jsonb({**counts, "tree": tree} if tree is not None else counts), Jsonb(skipped), job_id),
     )
 
 
 def record_counts(conn: psycopg.Connection, job_id: str, counts: dict) -> None:
-    """Update a finished job's counts (the timings of the steps after its commit: ANALYZE, the stoplist)."""
+    """Update a finished job's counts (the timings of the steps after its commit: ANALYZE, the stoplist),
+    keeping the tree it recorded."""
     with conn.transaction():
-        conn.execute("UPDATE rag_index_jobs SET counts = %s WHERE job_id = %s", (Jsonb(counts), job_id))
+        conn.execute("UPDATE rag_index_jobs SET counts = jsonb_strip_nulls(jsonb_build_object('tree', "
+                     "counts->'tree')) || %s WHERE job_id = %s", (Jsonb(counts), job_id))
+
+
+@dataclass(frozen=True)
+class LastJob:
+    """The session's last finished job, as the no-op check reads it."""
+
+    job_id: str
+    tree: dict[str, Any] | None
+    """What it read (None when it recorded nothing, e.g. a diff applied through `index_changes`)."""
+    skipped: list[dict]
+
+
+def last_done_job(conn: psycopg.Connection, session_id: str) -> LastJob | None:
+    """The session's last finished job. Jobs of a session run one at a time under its lock, and only a `done`
+    job changes its rows: the last one describes what the index holds."""
+    row = conn.execute(
+        "SELECT job_id, counts->'tree', skipped FROM rag_index_jobs WHERE rag_session_id = %s AND status = 'done' "
+        "ORDER BY finished_at DESC, started_at DESC LIMIT 1", (session_id,)).fetchone()
+    return LastJob(row[0], row[1], row[2] or []) if row else None
+
+
+def refresh_tree(conn: psycopg.Connection, job_id: str, tree: dict[str, Any]) -> None:
+    """Replace a finished job's tree (a no-op run found files touched but unchanged: their new stats are
+    recorded so the next run need not read them again). No job row is added for a no-op: the session's last
+    job still describes its rows (what per-generation artifacts are checked against)."""
+    conn.execute("UPDATE rag_index_jobs SET counts = jsonb_set(counts, '{tree}', %s) WHERE job_id = %s",
+                 (Jsonb(tree), job_id))
 
 
 def fail_job(conn: psycopg.Connection, job_id: str, *, counts: dict, skipped: list[dict], error: str) -> bool:

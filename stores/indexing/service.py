@@ -19,14 +19,26 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from stores.artifacts import store_generation_artifacts
 from stores.database import Database
 from stores.embedders import LotsmanEmbeddings
 from stores.errors import IndexingError, IndexInterruptedError, LotsmanError, SessionNotFoundError
 from stores.indexing import cache, jobs, writer
 from stores.indexing.code_pipeline import CodeParseError
-from stores.indexing.files import SkippedFile, SourceFile, collect_files, escaped_path, read_source_file
+from stores.indexing.files import (
+    CollectedFiles,
+    SkippedFile,
+    SourceFile,
+    collect_files,
+    escaped_path,
+    read_source_file,
+    stat_tree,
+)
+from stores.indexing.git_source import Revision, collect_revision, resolve_revision
+from stores.indexing.jobs import IndexReport
 from stores.indexing.parsing import parse_file, parse_files
 from stores.indexing.records import ChunkRecord
+from stores.indexing.unchanged import folder_tree, revision_tree, unchanged_report
 from stores.repository import RagRepository
 from stores.schema import (
     build_vector_index,
@@ -44,6 +56,8 @@ from stores.sessions import (
     job_lock_key,
     save_stop_lexemes,
 )
+
+__all__ = ["IndexReport", "index_changes", "index_repository", "index_snapshot", "parse_file"]
 
 CACHE_FLUSH_FILES = 32
 CACHE_FLUSH_S = 2.0
@@ -73,30 +87,6 @@ two single-threaded workers keep both cores busy without the stalls (600 texts b
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stage is "parse", "embed" or "write"."""
-
-
-@dataclass
-class IndexReport:
-    """What one indexing job did (printed by `lotsman index`, stored on the job row)."""
-
-    session: str
-    job_id: str
-    kind: str
-    files_seen: int = 0
-    files_indexed: int = 0
-    files_unchanged: int = 0
-    files_deleted: int = 0
-    cache_hits: int = 0
-    parsed: int = 0
-    embedded: int = 0
-    rows_written: int = 0
-    rows_per_layer: dict[str, int] = field(default_factory=dict)
-    skipped: list[SkippedFile] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def counts(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k not in ("skipped", "warnings", "session", "job_id")}
 
 
 @dataclass
@@ -195,6 +185,7 @@ def _prepare(
             to_parse.append((source, key))
             continue
         report.cache_hits += 1
+        report.vectors_reused += 0 if hit.vectors is None else len(hit.vectors)
         warnings = hit.warnings if hit.warnings is not None else _rewarn(source)
         report.warnings.extend(f"{source.path}: {w}" for w in warnings)
         prepared.append(_Prepared(source, key, hit.records, hit.vectors, from_cache=True))
@@ -227,7 +218,8 @@ def _rewarn(source: SourceFile) -> list[str]:
 
 
 def _write(db: Database, session: RagSession, generation: int, prepared: list[_Prepared], report: IndexReport,
-           emb: _Embedder, *, replace_paths: list[str] | None, job: _Job | None = None) -> None:
+           emb: _Embedder, *, replace_paths: list[str] | None, origin: writer.RowOrigin,
+           job: _Job | None = None) -> None:
     """Write rows: a whole new generation (snapshot) or, for changes, replace the given paths in place.
 
     The rows go into one transaction (readers see the whole job or none of it), but each file's parse and
@@ -252,11 +244,13 @@ def _write(db: Database, session: RagSession, generation: int, prepared: list[_P
         with db.connection() as conn:
             if replace_paths is not None:
                 writer.delete_paths(conn, session.table, session.rag_session_id, generation, replace_paths)
-            report.rows_written = writer.copy_rows(conn, session.table, session.rag_session_id, generation, rows())
+            report.rows_written = writer.copy_rows(conn, session.table, session.rag_session_id, generation, rows(),
+                                                   origin=origin)
             flusher.flush()
             if job is not None:
                 _note_rows(report, layers, emb, t0)
                 job.complete(conn)
+                store_generation_artifacts(conn, session.rag_session_id, generation, table=session.table)
         if job is not None:
             job.committed = True
     finally:
@@ -323,11 +317,15 @@ class _Job:
     report: IndexReport
     t0: float
     committed: bool = False
+    tree: dict | None = None
+    """What the job read (`unchanged.folder_tree` / `revision_tree`), recorded with its done status; None for
+    a diff whose caller named the files (`index_changes`): the next run then cannot skip as a no-op."""
 
     def complete(self, conn: psycopg.Connection) -> None:
         """Mark the job done inside the caller's transaction (the one that makes its rows live)."""
         self.report.timings["total"] = time.perf_counter() - self.t0
-        jobs.complete_job(conn, self.job_id, counts=self.report.counts(), skipped=_skips(self.report))
+        jobs.complete_job(conn, self.job_id, counts=self.report.counts(), skipped=_skips(self.report),
+                          tree=self.tree)
 
 
 INTERRUPTED_BY_USER = "interrupted (Ctrl-C) before the job committed: the session keeps its previous index"
@@ -427,10 +425,29 @@ def _skips(report: IndexReport) -> list[dict]:
     return [{"path": s.path, "reason": s.reason} for s in report.skipped]
 
 
+def read_sources(root: Path, *, max_bytes: int, revision: Revision | None = None) -> tuple[CollectedFiles, dict]:
+    """The files of a folder (or of a git revision under it) and the tree a job records for them: the
+    folder's stat snapshot, taken before any file is read, with each file's blob sha."""
+    if revision is not None:
+        collected = collect_revision(revision, max_bytes=max_bytes)
+        return collected, revision_tree(revision, max_bytes, len(collected.files))
+    taken_ns = time.time_ns()
+    stats = stat_tree(root)
+    collected = collect_files(root, max_bytes=max_bytes)
+    shas: dict[str, str | None] = {f.path: f.blob_sha for f in collected.files}
+    return collected, folder_tree(str(root), max_bytes, stats, taken_ns, shas)
+
+
+def _origin(session: RagSession, root: Path, revision: Revision | None) -> writer.RowOrigin:
+    if revision is not None:
+        return writer.RowOrigin(repo_id=revision.repo_path, commit_sha=revision.commit_sha)
+    return writer.RowOrigin(repo_id=session.root_path or str(root), commit_sha=None)
+
+
 def index_snapshot(
     db: Database, session: RagSession, root: Path, embedder: LotsmanEmbeddings, *, max_bytes: int = 1_000_000,
     batch_size: int = 32, progress: Progress | None = None, parse_workers: int | None = None,
-    rebuild: bool = False,
+    rebuild: bool = False, revision: Revision | None = None, sources: tuple[CollectedFiles, dict] | None = None,
 ) -> IndexReport:
     """Build a complete new index of `root` and swap it in atomically (readers never see it half-built).
 
@@ -438,15 +455,19 @@ def index_snapshot(
         rebuild: the new generation may use another embedder than the session's (`lotsman index --rebuild`):
             it is built in that embedder's table beside the old one, and the swap records the new embedder.
             Until the swap the session answers from its old generation; a failure leaves it so.
+        revision: read the files of this git revision instead of the folder's working tree; the swap records
+            it on the session (a folder's snapshot clears it).
+        sources: the files and tree `read_sources` already returned (else read inside the job).
     """
     if not rebuild:
         session.check_embedder(embedder.name, embedder.dim)
     root = _check_root(root)
 
     def body(report: IndexReport, job: _Job) -> None:
-        collected = collect_files(root, max_bytes=max_bytes)
+        collected, job.tree = sources or read_sources(root, max_bytes=max_bytes, revision=revision)
         report.files_seen = len(collected.files) + len(collected.skipped)
         report.skipped.extend(collected.skipped)
+        report.revision = _revision_dict(revision)
         current = get_session_fresh(db, session)
         if not rebuild:  # a rebuild that won the lock first may have changed the session's embedder
             current.check_embedder(embedder.name, embedder.dim)
@@ -456,15 +477,19 @@ def index_snapshot(
         prepared = _prepare(db, collected.files, embedder, report, emb, progress, parse_workers)
         report.files_indexed = len(prepared)
         try:
-            _write(db, target, new, prepared, report, emb, replace_paths=None)
+            _write(db, target, new, prepared, report, emb, replace_paths=None,
+                   origin=_origin(current, root, revision))
         except BaseException:
             with db.connection() as conn:
                 writer.discard_generation(conn, target.table, session.rag_session_id, new)
             raise
         space = writer.Space(embedder.name, embedder.dim, str(root)) if rebuild else None
         with db.connection() as conn, conn.transaction():
-            writer.swap_generation(conn, current.table, session.rag_session_id, old, new, space=space)
+            writer.swap_generation(conn, current.table, session.rag_session_id, old, new, space=space,
+                                   revision=_session_revision(revision))
             job.complete(conn)
+            # the first question of a fresh process then loads them instead of scanning the new rows
+            store_generation_artifacts(conn, session.rag_session_id, new, table=target.table)
         job.committed = True
         _analyze_after_load(db, target, report)
         _refresh_stop_lexemes(db, session)
@@ -472,16 +497,41 @@ def index_snapshot(
     return _run_job(db, session, "snapshot", body)
 
 
+def _revision_dict(revision: Revision | None) -> dict[str, str] | None:
+    if revision is None:
+        return None
+    return {"repo": revision.repo_path, "ref": revision.ref, "commit": revision.commit_sha}
+
+
+def _session_revision(revision: Revision | None) -> writer.SessionRevision:
+    if revision is None:
+        return writer.SessionRevision(None, None, None)
+    return writer.SessionRevision(revision.repo_path, revision.ref, revision.commit_sha)
+
+
 def index_changes(
     db: Database, session: RagSession, root: Path, upserts: list[str], deletes: list[str],
     embedder: LotsmanEmbeddings, *, max_bytes: int = 1_000_000, batch_size: int = 32,
-    progress: Progress | None = None, parse_workers: int | None = None,
+    progress: Progress | None = None, parse_workers: int | None = None, tree: dict | None = None,
+    skipped: list[SkippedFile] | None = None,
 ) -> IndexReport:
-    """Apply a diff: re-index `upserts` (paths relative to `root`) and drop `deletes`, in one transaction."""
+    """Apply a diff: re-index `upserts` (paths relative to `root`) and drop `deletes`, in one transaction.
+
+    Args:
+        tree: the folder's tree as `read_sources` recorded it, kept with the job (a later run with nothing
+            changed is then a no-op); None when the caller names the changed files itself.
+        skipped: files the caller's walk already skipped (reported and recorded with the job).
+
+    Raises:
+        IndexingError: the session was indexed from a git revision (its rows carry that commit): index the
+            folder with `index_repository`, which builds a new snapshot for it.
+    """
     session.check_embedder(embedder.name, embedder.dim)
     root = _check_root(root)
 
     def body(report: IndexReport, job: _Job) -> None:
+        job.tree = tree
+        report.skipped.extend(skipped or [])
         sources: list[SourceFile] = []
         for path in upserts:
             got = read_source_file(root, path, max_bytes=max_bytes)
@@ -495,6 +545,11 @@ def index_changes(
         # reader looks
         current = get_session_fresh(db, session)
         current.check_embedder(embedder.name, embedder.dim)
+        if current.commit_sha is not None:
+            raise IndexingError(
+                f"session '{current.name}' was indexed from git revision {current.revision}: a diff of the "
+                f"working tree would mix two revisions; run `lotsman index {escaped_path(str(root))} --session "
+                f"{current.name}` (a new snapshot of the folder) or index a --ref again")
         generation = current.active_generation
         emb = _Embedder(embedder, batch_size, progress)
         prepared = _prepare(db, sources, embedder, report, emb, progress, parse_workers)
@@ -502,9 +557,10 @@ def index_changes(
         report.files_deleted = len(deletes)
         # A file that became unindexable (a syntax error mid-edit, turned binary) keeps its last good rows:
         # bad input never loses what is already indexed; the skip is reported on the job.
-        skipped = {s.path for s in report.skipped}
-        replaced = [*(p for p in upserts if p not in skipped), *deletes]
-        _write(db, current, generation, prepared, report, emb, replace_paths=replaced, job=job)
+        unreadable = {s.path for s in report.skipped}
+        replaced = [*(p for p in upserts if p not in unreadable), *deletes]
+        _write(db, current, generation, prepared, report, emb, replace_paths=replaced,
+               origin=_origin(current, root, None), job=job)
         _analyze_after_load(db, current, report)
         if prepared or deletes:
             _refresh_stop_lexemes(db, session)
@@ -554,7 +610,8 @@ def _check_root(root: Path) -> Path:
 def index_repository(
     db: Database, root: Path, *, session_name: str, embedder: LotsmanEmbeddings, incremental: bool = True,
     max_bytes: int = 1_000_000, batch_size: int = 32, progress: Progress | None = None,
-    parse_workers: int | None = None, rebuild: bool = False,
+    parse_workers: int | None = None, rebuild: bool = False, ref: str | None = None,
+    check_unchanged: bool = True,
 ) -> IndexReport:
     """Index `root` into the named session: incremental diff when it already has an index, else a snapshot.
 
@@ -567,7 +624,17 @@ def index_repository(
         parse_workers: processes that parse files (None → cores − 1, at most 4; 0 → on this thread).
         rebuild: a full snapshot that may change the session's embedder; the old index answers until the
             new one is complete, and stays if the job fails.
+        ref: index this git revision (tag, branch, commit) of the repository at `root` instead of its working
+            tree; the session records the repository, the ref and the commit. A new revision is a new snapshot
+            (its unchanged blobs come from the blob cache, neither parsed nor embedded again).
+        check_unchanged: first look whether nothing changed since the last job (`unchanged_report`); the
+            CLI passes False when it has just asked itself.
+
+    Raises:
+        IndexingError: a `ref` that names no commit, a `root` that is not a git repository with `ref`, a
+            missing root; nothing is created or changed then.
     """
+    revision = resolve_revision(root, ref) if ref is not None else None
     root = _check_root(root)
     with db.connection() as conn:
         ensure_tables(conn)
@@ -578,10 +645,20 @@ def index_repository(
             session.check_embedder(embedder.name, embedder.dim)
         elif session.embedding_dim != embedder.dim:
             ensure_space(conn, embedder.dim)  # the new generation's table
-    if rebuild or not incremental or session.active_generation == 0:
+    if check_unchanged and incremental and not rebuild:
+        with db.connection() as conn:
+            noop = unchanged_report(conn, session, root, max_bytes=max_bytes, revision=revision,
+                                    embedder=embedder.name)
+        if noop is not None:
+            return noop
+    sources = read_sources(root, max_bytes=max_bytes, revision=revision)
+    # A revision is always a new snapshot (its rows carry its commit), and so is a folder after a revision.
+    if (rebuild or not incremental or session.active_generation == 0 or revision is not None
+            or session.commit_sha is not None):
         return index_snapshot(db, session, root, embedder, max_bytes=max_bytes, batch_size=batch_size,
-                              progress=progress, parse_workers=parse_workers, rebuild=rebuild)
-    collected = collect_files(root, max_bytes=max_bytes)
+                              progress=progress, parse_workers=parse_workers, rebuild=rebuild, revision=revision,
+                              sources=sources)
+    collected, tree = sources
     with db.connection() as conn:
         indexed = writer.indexed_blobs(conn, session.table, session.rag_session_id, session.active_generation)
     current = {f.path: f.blob_sha for f in collected.files}
@@ -593,8 +670,8 @@ def index_repository(
     # Files that produce no rows are never "indexed": skip them when the cache already knows them.
     upserts = _drop_known_empty(db, collected.files, upserts, embedder)
     report = index_changes(db, session, root, upserts, deletes, embedder, max_bytes=max_bytes,
-                           batch_size=batch_size, progress=progress, parse_workers=parse_workers)
-    report.skipped = list(collected.skipped) + report.skipped
+                           batch_size=batch_size, progress=progress, parse_workers=parse_workers, tree=tree,
+                           skipped=collected.skipped)
     report.files_unchanged = len(current) - len(upserts)
     report.files_seen = len(collected.files) + len(collected.skipped)
     return report

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
 import psycopg
-from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from stores.indexing.records import ChunkRecord
 from stores.schema import chunk_table, existing_spaces
+
+if TYPE_CHECKING:
+    import numpy as np
 
 COLUMNS = ("rag_session_id", "generation", "layer", "path", "title", "content", "metadata_json",
            "span_start", "span_end", "blob_sha", "embedding")
@@ -24,11 +25,45 @@ def _clean(text: str) -> str:
     return text.replace("\x00", "")
 
 
+class RowOrigin(NamedTuple):
+    """Where a job's rows come from, recorded on every code row (seed 003: `repo_id`, `commit_sha`, `lang`)."""
+
+    repo_id: str
+    """The repository: the git repository's path for a revision, the indexed folder otherwise."""
+    commit_sha: str | None
+    """The commit indexed; None for a folder's working tree."""
+
+
+CODE_LANGUAGES = {".py": "python"}
+"""`lang` of a code row by its file's extension (the code pipeline parses Python only)."""
+
+
+def row_metadata(record: ChunkRecord, origin: RowOrigin | None) -> dict:
+    """The metadata stored for `record`: a code row's gets its origin and language; others are unchanged.
+
+    Stamped at write time, not at parse time: the blob cache shares one file's parse between revisions (and
+    sessions), so the revision cannot be part of what it stores.
+    """
+    if origin is None or not record.layer.value.startswith("C"):
+        return record.metadata
+    lang = CODE_LANGUAGES.get(record.path[record.path.rfind("."):].lower()) if "." in record.path else None
+    return {**record.metadata, "repo_id": origin.repo_id, "commit_sha": origin.commit_sha, "lang": lang}
+
+
 def copy_rows(
     conn: psycopg.Connection, table: str, session_id: str, generation: int,
-    rows: Iterable[tuple[ChunkRecord, str, np.ndarray | None]],
+    rows: Iterable[tuple[ChunkRecord, str, np.ndarray | None]], *, origin: RowOrigin | None = None,
 ) -> int:
-    """COPY (record, blob_sha, vector) rows into `table`; returns how many were written."""
+    """COPY (record, blob_sha, vector) rows into `table`; returns how many were written.
+
+    Args:
+        origin: recorded in the metadata of code rows (`row_metadata`).
+    """
+    # numpy and pgvector load here, not with the module: the no-op check of `lotsman index` (which only
+    # cleans up with `discard_inactive`) then starts without them
+    import numpy as np
+    from pgvector.psycopg import register_vector
+
     n = 0
     # Binary COPY: a vector goes over as 512 big-endian floats in one `tobytes()`, where the text format
     # spent ~0.5 ms of Python (holding the GIL) formatting each one.
@@ -42,7 +77,8 @@ def copy_rows(
         for record, blob_sha, vector in rows:
             copy.write_row((
                 session_id, generation, record.layer.value, record.path, _clean(record.title)[:500],
-                _clean(record.content), Jsonb(record.metadata), record.span_start, record.span_end, blob_sha,
+                _clean(record.content), Jsonb(row_metadata(record, origin)), record.span_start, record.span_end,
+                blob_sha,
                 None if vector is None else np.asarray(vector, dtype=np.float32),
             ))
             n += 1
@@ -65,16 +101,29 @@ class Space(NamedTuple):
     root_path: str
 
 
+class SessionRevision(NamedTuple):
+    """The git revision a generation was read from, recorded on the session by the swap (all None: a folder)."""
+
+    repo_path: str | None
+    git_ref: str | None
+    commit_sha: str | None
+
+
 def swap_generation(conn: psycopg.Connection, table: str, session_id: str, old: int, new: int, *,
-                    space: Space | None = None) -> None:
+                    space: Space | None = None, revision: SessionRevision | None = None) -> None:
     """Make `new` the active generation and drop `old` (from `table`, the old generation's), in one
     transaction: readers see one or the other.
 
     Args:
         space: a rebuild's new embedder, dimension and root: `new` was written in that dimension's table,
             and the session now reads there.
+        revision: the git revision `new` was read from (all None for a folder's working tree), recorded on
+            the session with the swap; None leaves what the session records.
     """
     with conn.transaction():
+        if revision is not None:
+            conn.execute("UPDATE rag_sessions SET repo_path = %s, git_ref = %s, commit_sha = %s "
+                         "WHERE rag_session_id = %s", (*revision, session_id))
         if space is None:
             conn.execute(
                 "UPDATE rag_sessions SET active_generation = %s, updated_at = now() WHERE rag_session_id = %s",
