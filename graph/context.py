@@ -22,6 +22,10 @@ class Context(BaseModel):
 
     rag_session_id: str = Field(default="default", strict=True)
     """Session name or id to answer from (created by `lotsman index PATH --session NAME`)."""
+    ref: str | None = Field(default=None, strict=True, max_length=256)
+    """A git revision (tag, branch, commit sha) to answer from: the session indexed from it with `lotsman index
+    PATH --ref REF`, among the sessions of `rag_session_id`'s repository when that session records one
+    (`stores.sessions.run_session`). None: `rag_session_id` itself."""
     top_k: int = Field(default=12, strict=True, ge=1, le=200)
     """Evidence rows kept after fusion (before the token cap)."""
     token_cap: int = Field(default=4096, strict=True, ge=1)
@@ -49,4 +53,11 @@ class Context(BaseModel):
     def _names_a_session(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must name a session (created by `lotsman index PATH --session NAME`)")
+        return value
+
+    @field_validator("ref")
+    @classmethod
+    def _names_a_revision(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must name a git revision (a tag, branch or commit), or be left out")
         return value
