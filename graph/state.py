@@ -57,16 +57,18 @@ class InputState(TypedDict, total=False):
     """What a caller sends: the conversation (the last user message is the question)."""
 
     messages: Annotated[list[AnyMessage], add_messages]
-    """Conversation so far; kept per thread by the checkpointer, so a turn only sends its new message."""
+    """Conversation so far; kept per thread by the checkpointer, so a turn only sends its new message. Content
+    is a string or content blocks (agent-chat-ui); only text blocks are read (docs/api/chat_ui.md)."""
 
 
 class OutputState(TypedDict, total=False):
     """What a caller gets back."""
 
     messages: Annotated[list[AnyMessage], add_messages]
-    """The conversation, ending with the assistant's cited answer."""
+    """The conversation, ending with the assistant's answer as an `AIMessage` for chat UIs: each verified
+    citation a Markdown link to the server's citation view (docs/api/chat_ui.md)."""
     answer: str
-    """The answer text (citations inline as `path:start-end`)."""
+    """The answer text (citations inline as `[path:start-end]`, no links): what `ask` prints and evals score."""
     citations: list[dict[str, Any]]
     """Verified citations: `{path, start_line, end_line}`, each inside retrieved evidence."""
     citations_removed: list[str]
