@@ -6,7 +6,7 @@ import functools
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -134,9 +134,9 @@ def record_feedback(
         citations: the answer's `[{path, start_line, end_line}]`.
         score: 1 (helped) or -1 (did not).
         comment: optional, at most `MAX_COMMENT_CHARS` characters.
-        langsmith: a `langsmith.Client` (see `langsmith_client`): when given and the run id is a UUID, the
-            vote is also sent as feedback on that run; a failure there is one warning and the vote stays
-            stored with `langsmith_sent` false.
+        langsmith: a `LangSmithTarget` (`langsmith_target(settings)`) or a `langsmith.Client`: when given and
+            the run id is a UUID, the vote is also sent as feedback on that run; a failure there is one
+            warning and the vote stays stored with `langsmith_sent` false.
 
     Raises:
         SessionNotFoundError: no such session.
@@ -161,14 +161,41 @@ def record_feedback(
     return feedback_id
 
 
-def send_to_langsmith(client: Any, *, run_id: str | None, score: int, comment: str | None) -> bool:
-    """Send one vote as feedback on its LangSmith run; True when sent. Never raises: a failure is one warning."""
+@dataclass
+class LangSmithTarget:
+    """Where votes go in LangSmith: a `langsmith.Client` and the project the runs are traced into."""
+
+    client: Any
+    project: str | None = None
+    """Project (tracer session) name; its id goes with each vote, as LangSmith asks of run feedback."""
+    _project_id: str | None = field(default=None, repr=False)
+
+    def project_id(self) -> str | None:
+        """The project's id, read once; None when it cannot be read (the vote is then sent without it)."""
+        if self._project_id is None and self.project:
+            try:
+                self._project_id = str(self.client.read_project(project_name=self.project).id)
+            except Exception as exc:  # not found, network: the feedback can still be sent
+                log.info("LangSmith project %r not read (%s)", self.project, type(exc).__name__)
+                self.project = None
+        return self._project_id
+
+
+def send_to_langsmith(target: Any, *, run_id: str | None, score: int, comment: str | None) -> bool:
+    """Send one vote as feedback on its LangSmith run; True when sent. Never raises: a failure is one warning.
+
+    `target` is a `LangSmithTarget` or a bare `langsmith.Client`.
+    """
     run = langsmith_run_id(run_id)
     if run is None:
         return False
+    if not isinstance(target, LangSmithTarget):
+        target = LangSmithTarget(target)
     try:
-        client.create_feedback(run, key=LANGSMITH_KEY, score=langsmith_score(score), comment=comment,
-                               stop_after_attempt=2)
+        project = target.project_id()
+        extra = {"session_id": project} if project else {}
+        target.client.create_feedback(run, key=LANGSMITH_KEY, score=langsmith_score(score), comment=comment,
+                                      stop_after_attempt=2, **extra)
     except Exception as exc:  # network, auth, API errors: the vote is stored either way
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         log.warning("warning: feedback not sent to LangSmith (%s: %s); the vote is stored", type(exc).__name__, first)
@@ -176,21 +203,21 @@ def send_to_langsmith(client: Any, *, run_id: str | None, score: int, comment: s
     return True
 
 
-def langsmith_client(settings: Any) -> Any:
-    """A `langsmith.Client` when tracing is on with an API key (`LANGSMITH_TRACING`, `LANGSMITH_API_KEY`),
-    else None: votes are then stored only."""
+def langsmith_target(settings: Any) -> LangSmithTarget | None:
+    """Where votes go when tracing is on with an API key (`LANGSMITH_TRACING`, `LANGSMITH_API_KEY`, the runs'
+    project `LANGSMITH_PROJECT`); None otherwise: votes are then stored only."""
     key = getattr(settings, "langsmith_api_key", None)
     if not getattr(settings, "langsmith_tracing", False) or key is None or not key.get_secret_value():
         return None
-    return _client(key.get_secret_value())
+    return _target(key.get_secret_value(), getattr(settings, "langsmith_project", None))
 
 
 @functools.lru_cache(maxsize=2)
-def _client(api_key: str) -> Any:
+def _target(api_key: str, project: str | None) -> LangSmithTarget:
     from langsmith import Client
 
     # Votes only: no background batch thread (the tracer keeps its own client).
-    return Client(api_key=api_key, auto_batch_tracing=False)
+    return LangSmithTarget(Client(api_key=api_key, auto_batch_tracing=False), project)
 
 
 _COLUMNS = ("feedback_id, session_name, run_id, thread_id, question, answer, citations, score, comment, "

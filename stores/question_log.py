@@ -203,23 +203,28 @@ def question_key(question: str) -> str:
     return _SPACE.sub(" ", question.casefold()).strip().rstrip("?!. ")
 
 
-def cluster_by_similarity(vectors: np.ndarray, threshold: float) -> list[list[int]]:
-    """Average-linkage agglomerative clustering on cosine similarity, merged while the closest two clusters
-    are at least `threshold` alike. Deterministic: ties go to the lowest index; clusters come out ordered by
-    their first member, members ascending."""
-    n = len(vectors)
-    if n == 0:
-        return []
-    x = np.asarray(vectors, dtype=np.float64).reshape(n, -1)
+def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
+    """Pairwise cosine similarity of the rows (a zero row is alike to nothing)."""
+    x = np.asarray(vectors, dtype=np.float64)
+    x = x.reshape(len(x), -1)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     x = x / np.where(norms == 0, 1.0, norms)
-    sim = x @ x.T
+    return x @ x.T
+
+
+def cluster_similarity(similarity: np.ndarray, threshold: float) -> list[list[int]]:
+    """Average-linkage agglomerative clustering over a symmetric similarity matrix, merged while the
+    closest two clusters are at least `threshold` alike. Deterministic: ties go to the lowest index;
+    clusters come out ordered by their first member, members ascending."""
+    n = len(similarity)
+    if n == 0:
+        return []
+    sim = np.array(similarity, dtype=np.float64).reshape(n, n)
     np.fill_diagonal(sim, -np.inf)
     sizes = np.ones(n)
     members: list[list[int]] = [[i] for i in range(n)]
     while n > 1:
-        flat = int(np.argmax(sim))
-        i, j = divmod(flat, n)
+        i, j = divmod(int(np.argmax(sim)), n)
         if not sim[i, j] >= threshold:
             break
         i, j = min(i, j), max(i, j)
@@ -233,6 +238,11 @@ def cluster_by_similarity(vectors: np.ndarray, threshold: float) -> list[list[in
         members[i] += members[j]
         members[j] = []
     return sorted((sorted(m) for m in members if m), key=lambda m: m[0])
+
+
+def cluster_by_similarity(vectors: np.ndarray, threshold: float) -> list[list[int]]:
+    """`cluster_similarity` over the vectors' cosine similarity."""
+    return cluster_similarity(cosine_matrix(vectors), threshold) if len(vectors) else []
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,12 @@ from graph.settings import Settings
 from stores.errors import UsageError
 from stores.feedback import (
     Feedback,
+    LangSmithTarget,
     feedback_case,
     feedback_cases,
-    langsmith_client,
     langsmith_run_id,
     langsmith_score,
+    langsmith_target,
     normalize_citations,
     send_to_langsmith,
     validate_vote,
@@ -160,6 +161,35 @@ def test_a_langsmith_failure_is_one_warning(caplog: pytest.LogCaptureFixture):
 @pytest.mark.parametrize(("tracing", "key", "client"), [
     (False, None, False), (True, None, False), (False, "k", False), (True, "", False), (True, "k", True),
 ])
-def test_langsmith_client_only_when_tracing_with_a_key(tracing, key, client):
-    settings = Settings(LANGSMITH_TRACING=tracing, LANGSMITH_API_KEY=SecretStr(key) if key is not None else None)
-    assert (langsmith_client(settings) is not None) is client
+def test_langsmith_target_only_when_tracing_with_a_key(tracing, key, client):
+    settings = Settings(LANGSMITH_TRACING=tracing, LANGSMITH_API_KEY=SecretStr(key) if key is not None else None,
+                        LANGSMITH_PROJECT="docs-bot")
+    target = langsmith_target(settings)
+    assert (target is not None) is client
+    if target is not None:
+        assert target.project == "docs-bot"
+
+
+class Project:
+    id = "0f8fad5b-d9cb-469f-a165-70867728950e"
+
+
+def test_a_vote_names_the_runs_project_read_once():
+    client = RecordingClient()
+    reads = []
+    client.read_project = lambda project_name: reads.append(project_name) or Project()
+    target = LangSmithTarget(client, "docs-bot")
+    for _ in range(2):
+        assert send_to_langsmith(target, run_id=str(uuid.uuid4()), score=1, comment=None)
+    assert reads == ["docs-bot"] and [kw["session_id"] for _, kw in client.calls] == [Project.id] * 2
+
+
+def test_a_project_that_cannot_be_read_is_left_out_of_the_vote():
+    client = RecordingClient()
+
+    def missing(project_name):
+        raise LookupError(project_name)
+
+    client.read_project = missing
+    assert send_to_langsmith(LangSmithTarget(client, "gone"), run_id=str(uuid.uuid4()), score=1, comment=None)
+    assert "session_id" not in client.calls[0][1]
