@@ -155,11 +155,35 @@ def _stop(pgid: int, signum: int, *, first: bool) -> None:
         timer.start()
 
 
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+
+def serve_notes(host: str, port: int, *, token: bool) -> list[str]:
+    """What `lotsman serve` says before the server's own banner: where the MCP tools and the page are, and
+    who may ask and index (see docs/api/mcp.md)."""
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else shown}:{port}"
+    notes = [f"MCP tools (list_sessions, ask, search, read): {base}/mcp; web page: {base}/lotsman/"]
+    if token:
+        notes.append("LOTSMAN_AUTH_TOKEN is set: every request needs Authorization: Bearer <token>; "
+                     "its holder may also run the index graph")
+    elif host in LOOPBACK_HOSTS:
+        notes.append("no LOTSMAN_AUTH_TOKEN: this machine may ask; nobody may index over HTTP "
+                     "(use `lotsman index PATH`)")
+    else:
+        notes.append(f"warning: no LOTSMAN_AUTH_TOKEN and listening on {printable(host)}: anyone who reaches "
+                     "the port may ask about every indexed session; set the token to require it")
+    return notes
+
+
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     exe = shutil.which("langgraph") or str(Path(sys.executable).parent / "langgraph")
     if not Path(exe).exists():
         raise LotsmanError("langgraph CLI not found: pip install 'langgraph-cli[inmem]'")
     port = serving_port(args.host, args.port, any_port=args.any_port)
+    token = bool(settings.auth_token and settings.auth_token.get_secret_value())
+    for note in serve_notes(args.host, port, token=token):
+        print(note, file=sys.stderr)
     env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true"}
     cmd = [exe, "dev", "--no-browser", "--host", args.host, "--port", str(port)]
     if not args.reload:

@@ -113,3 +113,16 @@ def test_only_the_token_holder_may_run_the_index_graph() -> None:
     assert not allowed([], *run)                       # e.g. a Studio user: no permissions at all
     assert allowed([ASK, INDEX], *run)
     assert allowed([ASK], "threads", "create_run", {"assistant_id": "lotsman"})
+
+
+@pytest.mark.parametrize(("host", "token", "first", "second"), [
+    ("127.0.0.1", False, "http://127.0.0.1:2024/mcp", "nobody may index over HTTP"),
+    ("::1", False, "http://[::1]:2024/mcp", "nobody may index over HTTP"),
+    ("0.0.0.0", False, "http://127.0.0.1:2024/mcp", "warning: no LOTSMAN_AUTH_TOKEN and listening on 0.0.0.0"),
+    ("0.0.0.0", True, "http://127.0.0.1:2024/lotsman/", "every request needs Authorization: Bearer"),
+])
+def test_serve_notes_say_where_the_tools_are_and_who_may_index(host, token, first, second) -> None:
+    from graph.cli_serve import serve_notes
+
+    notes = serve_notes(host, 2024, token=token)
+    assert len(notes) == 2 and first in notes[0] and second in notes[1]
