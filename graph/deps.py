@@ -22,9 +22,10 @@ from nodes.context_retrieval.merge import RetrievalResult
 from nodes.context_retrieval.strategy import retrieve_evidence
 from nodes.conversation_understanding import StandaloneRequest
 from nodes.intent_routing import IntentRouter, RouteResult
-from nodes.intent_routing.alias_index import load_alias_index
+from nodes.intent_routing.alias_index import alias_index
 from nodes.layout import discover_layout
 from nodes.retrieval_policy import CodePlan, RetrievalPlan
+from stores.artifacts import generation_artifacts, last_done_job
 from stores.database import Database
 from stores.embedders import LotsmanEmbeddings, make_embedder
 from stores.errors import LotsmanError
@@ -78,6 +79,8 @@ class SessionBundle:
     router: IntentRouter
     symbols: frozenset[str]
     """Symbol names of the session's code (the code plan's identifiers)."""
+    last_job: str | None = None
+    """The session's last finished index job the bundle was built after (`stores.artifacts.last_done_job`)."""
 
     @property
     def ref(self) -> SessionRef:
@@ -145,20 +148,22 @@ class GraphDeps:
             self.db.close()
 
     def bundle(self, session_name: str) -> SessionBundle:
-        """The bundle of the session's current generation (one round trip to read the session row)."""
+        """The bundle of the session's current generation and rows (two short reads: the session row and its
+        last finished job; a changes job keeps the generation but rebuilds the bundle)."""
         with self.database().connection() as conn:
             session = get_session(conn, session_name)
-        return self._cached(session)
+            job = last_done_job(conn, session.rag_session_id)
+        return self._cached(session, job)
 
     def bundle_for(self, ref: SessionRef) -> SessionBundle:
         """The bundle a turn pinned in `SessionRef`: no round trip while its generation is cached."""
         cached = self._bundles.get((ref.rag_session_id, ref.generation))
         return cached if cached is not None else self.bundle(ref.rag_session_id)
 
-    def _cached(self, session: RagSession) -> SessionBundle:
+    def _cached(self, session: RagSession, job: str | None) -> SessionBundle:
         key = (session.rag_session_id, session.active_generation)
         cached = self._bundles.get(key)
-        if cached is not None:
+        if cached is not None and cached.last_job == job:
             return cached
         bundle = self._build(session)
         with self._lock:
@@ -172,22 +177,26 @@ class GraphDeps:
         embedder = self.embedder or make_embedder(session.embedder, self.settings)
         session.check_embedder(embedder.name, embedder.dim)
         repository = RagRepository(self.database())
-        layout = discover_layout(repository.indexed_paths(session))
-        router = IntentRouter(llm=self.chat_model, aliases=load_alias_index(repository, session, layout.packages),
+        # The generation's session-wide facts, stored with it at index time (one short read; computed and
+        # stored here for a generation that has none yet).
+        with self.database().connection() as conn:
+            facts = generation_artifacts(conn, session.rag_session_id, session.active_generation, session.table)
+        layout = discover_layout(facts.files)
+        router = IntentRouter(llm=self.chat_model, aliases=alias_index(facts.catalog, layout.packages),
                               timeout_s=self.settings.gigachat.router_timeout)
         # Sessions indexed before schema v5 have no stored stoplist yet: compute it once here.
         stop = session.stop_lexemes if session.stop_lexemes is not None else repository.frequent_lexemes(session)
-        symbols = frozenset(repository.symbol_names(session))
         # The adapter's reads run under the lane budget; the one-off reads above (catalogs, symbols) do not.
         lanes_repository = RagRepository(self.database(), statement_budget_ms=self.settings.lane_budget_ms or None)
-        exact = repository.embedded_rows(session) <= EXACT_SCAN_MAX_ROWS
+        exact = facts.embedded_rows <= EXACT_SCAN_MAX_ROWS
         if not exact:  # a large session: rank at most this many lexical matches per set (small ones rank all)
             lanes_repository.lexical_rank_cap = LEXICAL_RANK_CAP
         lanes_repository.scope_after_match = scope_after_match(*repository.estimated_rows(session))
         adapter = RetrievalAdapter(lanes_repository, embedder, executor=self.lane_pool(), stop_lexemes=stop,
-                                   layout=layout, symbols=symbols,
-                                   exact_vectors=exact, present_layers=repository.present_layers(session))
-        return SessionBundle(session=session, adapter=adapter, router=router, symbols=symbols)
+                                   layout=layout, symbols=facts.symbols,
+                                   exact_vectors=exact, present_layers=facts.present_layers)
+        return SessionBundle(session=session, adapter=adapter, router=router, symbols=facts.symbols,
+                             last_job=facts.last_job)
 
 
 def client_limits(timeout_s: float, max_retries: int, deadline_s: float) -> tuple[float, int]:

@@ -10,6 +10,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from nodes.intent_routing.aliases import AliasEntry, InMemoryAliasIndex
+from stores.artifacts import ALIAS_CATALOG_LAYERS
 from stores.layers import Layer
 from stores.repository import RagRepository
 from stores.sessions import RagSession
@@ -115,12 +116,18 @@ def title_words(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     return sorted(w for w, n in df.items() if n <= limit)
 
 
-ALIAS_LAYERS = (Layer.D1_DOCUMENT_CATALOG.value, Layer.D3_ENTITY_CATALOG.value, Layer.C3_ENTRYPOINTS.value,
-                Layer.D2_FACT_INDEX.value)
+ALIAS_LAYERS = ALIAS_CATALOG_LAYERS
+"""The layers the alias index is built from (their rows are stored with each generation: `stores.artifacts`)."""
+
+
+def alias_index(rows: Iterable[Mapping[str, Any]], packages: Collection[str] = ()) -> InMemoryAliasIndex:
+    """The session's alias index from its catalog-like rows (pure; the caller caches it per generation)."""
+    entries, endpoints = alias_entries(list(rows), unpinned=packages)
+    return InMemoryAliasIndex(entries, endpoints)
 
 
 def load_alias_index(repository: RagRepository, session: RagSession, packages: Collection[str] = ()
                      ) -> InMemoryAliasIndex:
-    """Build the session's alias index from Postgres (the caller caches it per session generation)."""
-    entries, endpoints = alias_entries(repository.catalog_rows(session, ALIAS_LAYERS), unpinned=packages)
-    return InMemoryAliasIndex(entries, endpoints)
+    """Build the session's alias index from its rows in Postgres (a full read of the catalog layers; the
+    graph reads the same rows from the generation's stored artifacts instead)."""
+    return alias_index(repository.catalog_rows(session, ALIAS_LAYERS), packages)
