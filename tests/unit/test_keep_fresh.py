@@ -1,0 +1,104 @@
+"""`lotsman watch` and `lotsman hook`: which changes count, what a batch prints, how a hook file is edited."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from watchfiles import Change
+
+from graph.cli_watch import (
+    HOOK_BEGIN,
+    HOOK_END,
+    describe_changes,
+    describe_report,
+    hook_block,
+    is_busy,
+    only_our_block,
+    relevant_changes,
+    watched_path,
+    with_hook_block,
+    without_hook_block,
+)
+from stores.errors import IndexingError, SessionNotFoundError
+
+
+@pytest.mark.parametrize(("rel", "watched"), [
+    ("docs/a.md", True),
+    ("README.MD", True),
+    ("notes.markdown", True),
+    ("pkg/mod.py", True),
+    ("pkg/mod.pyc", False),
+    ("docs/image.png", False),
+    (".git/index", False),
+    (".git/hooks/post-commit.md", False),
+    ("docs/.draft.md", False),
+    ("pkg/__pycache__/mod.py", False),
+    ("node_modules/x/readme.md", False),
+    ("venv/lib/site.py", False),
+    ("", False),
+])
+def test_only_files_the_indexer_reads_trigger_a_run(rel: str, watched: bool) -> None:
+    assert watched_path(rel) is watched
+
+
+def test_a_batch_keeps_the_last_change_per_file_inside_the_root(tmp_path: Path) -> None:
+    root = tmp_path.resolve()
+    batch = [
+        (Change.added, str(root / "docs/a.md")),
+        (Change.added, str(root / "pkg/m.py")),
+        (Change.modified, str(root / "pkg/m.py")),
+        (Change.modified, str(root / "pkg/m.pyc")),
+        (Change.deleted, str(root / "old")),  # a folder removed with its files
+        (Change.modified, str(tmp_path.parent / "elsewhere.md")),
+        (Change.modified, str(root / ".git/HEAD")),
+    ]
+    assert relevant_changes(batch, root) == [("docs/a.md", "added"), ("old", "deleted"), ("pkg/m.py", "modified")]
+
+
+def test_a_batch_names_a_few_files_and_counts_the_rest() -> None:
+    changes = [(f"docs/{i}.md", "modified") for i in range(7)]
+    assert describe_changes(changes, limit=2) == "changed: docs/0.md (modified), docs/1.md (modified) and 5 more"
+    assert describe_changes([("a\nb.md", "added")]) == "changed: a\\nb.md (added)"
+
+
+def test_a_report_line_says_what_the_job_did() -> None:
+    report = SimpleNamespace(session="s", timings={"total": 0.42}, files_indexed=1, files_deleted=0,
+                             files_unchanged=171, skipped=[], rows_written=12)
+    assert describe_report(report) == ("re-indexed session 's' in 0.4 s: 1 file indexed, 0 deleted, 171 unchanged; "
+                                       "12 rows written")
+
+
+BLOCK = hook_block("lotsman hook run /repo --session s &")
+
+
+@pytest.mark.parametrize(("existing", "expected"), [
+    (None, f"#!/bin/sh\n{BLOCK}"),
+    ("", f"#!/bin/sh\n{BLOCK}"),
+    ("#!/bin/bash\nmake lint\nexit 0\n", f"#!/bin/bash\n{BLOCK}make lint\nexit 0\n"),
+    ("echo no shebang\n", f"{BLOCK}echo no shebang\n"),
+], ids=["new", "empty", "existing-with-exit", "no-shebang"])
+def test_install_adds_our_block_before_the_hooks_own_lines(existing: str | None, expected: str) -> None:
+    assert with_hook_block(existing, BLOCK) == expected
+
+
+def test_install_is_idempotent_and_replaces_an_older_block() -> None:
+    own = "#!/bin/sh\necho mine\n"
+    once = with_hook_block(own, hook_block("old command"))
+    twice = with_hook_block(with_hook_block(once, BLOCK), BLOCK)
+    assert twice.count(HOOK_BEGIN) == 1 and twice.count(HOOK_END) == 1
+    assert "old command" not in twice and "echo mine" in twice
+
+
+def test_uninstall_gives_back_the_hook_as_it_was() -> None:
+    own = "#!/bin/bash\nmake lint\nexit 0\n"
+    assert without_hook_block(with_hook_block(own, BLOCK)) == own
+    assert not only_our_block(with_hook_block(own, BLOCK))
+    assert only_our_block(with_hook_block(None, BLOCK))
+
+
+def test_only_a_held_lock_is_worth_waiting_for() -> None:
+    assert is_busy(IndexingError("another index job (or a delete) is running for session 's': wait for it"))
+    assert not is_busy(IndexingError("path not found: /x"))
+    assert not is_busy(SessionNotFoundError("no session 's'"))
