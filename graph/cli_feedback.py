@@ -28,6 +28,7 @@ the second set: 0.80 / 0.50); multilingual-e5-small places all questions at 0.77
 measured (no network here): pass `--threshold`."""
 DEFAULT_TOPIC_THRESHOLD = 0.80
 EXAMPLES_SHOWN = 5
+NEAREST_SHOWN = 3
 
 _RELATIVE = re.compile(r"^(\d{1,5})([dhw])$")
 
@@ -225,7 +226,8 @@ def print_gaps(report: dict[str, Any], *, logging_on: bool) -> None:
         if len(group["questions"]) > EXAMPLES_SHOWN:
             print(f"   … and {len(group['questions']) - EXAMPLES_SHOWN} more (--json lists all)")
         if group["nearest_files"]:
-            print(f"   nearest files: {printable(', '.join(f['path'] for f in group['nearest_files']))}")
+            nearest = ", ".join(f["path"] for f in group["nearest_files"][:NEAREST_SHOWN])
+            print(f"   nearest files: {printable(nearest)}")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

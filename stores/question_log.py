@@ -281,9 +281,16 @@ def _summary(turns: list[GapQuestion]) -> dict[str, Any]:
 
 
 def rank_files(turns: Iterable[GapQuestion], *, limit: int = 5) -> list[dict[str, Any]]:
-    """Files named among the turns' top files, most often first (then by path)."""
-    counts = Counter(path for t in turns for path in dict.fromkeys(t.top_files))
-    return [{"path": p, "count": c} for p, c in sorted(counts.items(), key=lambda pc: (-pc[1], pc[0]))[:limit]]
+    """Files named among the turns' top files: most often first, then the higher they stood in the turns'
+    lists (a refusal's nearest files come best first), then by path."""
+    counts: Counter[str] = Counter()
+    places: dict[str, list[int]] = {}
+    for turn in turns:
+        for place, path in enumerate(dict.fromkeys(turn.top_files)):
+            counts[path] += 1
+            places.setdefault(path, []).append(place)
+    order = sorted(counts, key=lambda p: (-counts[p], sum(places[p]) / len(places[p]), p))
+    return [{"path": p, "count": counts[p]} for p in order[:limit]]
 
 
 def group_gaps(buckets: Sequence[list[GapQuestion]], vectors: np.ndarray, *, threshold: float) -> list[GapGroup]:

@@ -197,6 +197,17 @@ def test_a_down_vote_joins_its_logged_turn_and_round_trips_to_export(
     assert "2 votes" in out and "-1  How is a berth assigned" in out and "не сказано про длину" in out
 
 
+def test_a_group_nothing_was_logged_near_gets_the_index_nearest_files(db: Database, harbor: str) -> None:
+    from stores.question_log import nearest_paths
+    from stores.sessions import get_session
+
+    embedder = make_embedder("use")
+    with db.connection() as conn:
+        session = get_session(conn, harbor)
+        paths = nearest_paths(conn, session, embedder.embed_query("tide window for deep-draught ships"))
+    assert paths[0] == "docs/tides.md" and len(paths) == len(set(paths)) <= 3
+
+
 def test_purge_deletes_the_log_and_keeps_the_votes(db: Database, cli_on_test_db: None,
                                                    capsys: pytest.CaptureFixture[str], harbor: str,
                                                    asked: dict[str, dict]) -> None:
@@ -229,3 +240,20 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(db: Database, cli_on_test_db:
     code, out, err = _cli(capsys, *argv)
     assert code != 0 and out == ""
     assert len(err.strip().splitlines()) == 1 and says in err, err
+
+
+def test_lotsman_ask_logs_its_turn_only_when_logging_is_on(db: Database, cli_on_test_db: None,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str], harbor: str) -> None:
+    from graph.settings import get_settings
+
+    with db.connection() as conn:
+        before = len(list_questions(conn, harbor))
+    assert _cli(capsys, "ask", "Is there a Kubernetes operator?", "--session", harbor)[0] == 0
+    monkeypatch.setenv("LOTSMAN_LOG_QUESTIONS", "true")
+    get_settings.cache_clear()
+    assert _cli(capsys, "ask", "How do I restore a backup?", "--session", harbor)[0] == 0
+    with db.connection() as conn:
+        new = list_questions(conn, harbor)[before:]
+    assert [(r.question, r.source) for r in new] == [("How do I restore a backup?", "cli")]
+    assert new[0].run_id and new[0].top_files[0] == "docs/backup.md" and not new[0].abstained

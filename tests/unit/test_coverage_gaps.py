@@ -121,12 +121,19 @@ def test_groups_count_turns_name_the_central_question_and_rank_files():
     assert [q["question"] for q in kafka.questions] == ["kafka?", "Kafka consumer groups?"]
     assert kafka.questions[0]["count"] == 2 and kafka.questions[0]["reasons"] == [REFUSED]
     assert kafka.nearest_files == [{"path": "docs/queue.md", "count": 2}, {"path": "docs/x.md", "count": 2}]
+    assert helm.nearest_files == []
     assert helm.questions[0]["confidence"] == 0.31 and helm.members == (2,)
 
 
-def test_rank_files_counts_a_file_once_per_turn():
-    turns = [gq("a", files=("x.md", "x.md", "y.md")), gq("b", files=("y.md",))]
-    assert rank_files(turns) == [{"path": "y.md", "count": 2}, {"path": "x.md", "count": 1}]
+@pytest.mark.parametrize(("files", "want"), [
+    ([("x.md", "x.md", "y.md"), ("y.md",)], [("y.md", 2), ("x.md", 1)]),   # once per turn, most often first
+    ([("b.md", "a.md"), ("b.md", "a.md")], [("b.md", 2), ("a.md", 2)]),     # a tie: the higher placed first
+    ([("b.md", "a.md"), ("a.md", "b.md")], [("a.md", 2), ("b.md", 2)]),     # same places: by path
+    ([()], []),
+])
+def test_rank_files(files, want):
+    got = rank_files([gq(str(n), files=f) for n, f in enumerate(files)])
+    assert [(f["path"], f["count"]) for f in got] == want
 
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
