@@ -243,13 +243,13 @@ class StoreBackend:
 
     def record_vote(self, vote: Vote) -> str:
         from graph.settings import get_settings
-        from stores.feedback import langsmith_client, record_feedback
+        from stores.feedback import langsmith_target, record_feedback
 
         with self.db().connection() as conn:
             return record_feedback(conn, vote.session, run_id=vote.run_id, thread_id=vote.thread_id,
                                    question=vote.question, answer=vote.answer, citations=vote.citations,
                                    score=vote.score, comment=vote.comment,
-                                   langsmith=langsmith_client(get_settings()))
+                                   langsmith=langsmith_target(get_settings()))
 
 
 def _database_from_settings() -> Database:

@@ -281,6 +281,7 @@ if (typeof document !== "undefined") {
     const decoder = new TextDecoder();
     let buffer = "";
     let streamed = "";
+    let chunks = 0;
     const run = { runId: null, values: null, error: null };
     for (;;) {
       const { value, done } = await reader.read();
@@ -297,7 +298,11 @@ if (typeof document !== "undefined") {
           if (!chunk || !String(chunk.type).startsWith("AI")) continue;
           const piece = contentText(chunk.content);
           // Tokens arrive as AIMessageChunk pieces; an answer composed offline arrives whole.
-          streamed = chunk.type === "AIMessageChunk" ? streamed + piece : piece;
+          if (chunk.type === "AIMessageChunk") {
+            streamed += piece;
+            chunks += 1;
+            view.answer.dataset.streamedChunks = String(chunks);  // how the answer arrived (tests read it)
+          } else streamed = piece;
           if (streamed) {
             view.text.textContent = streamed;
             view.answer.classList.remove("pending");

@@ -20,6 +20,8 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import CORS_DISABLE_LINES, CORS_DOC, SMALL_CORPUS, DevServer, running_dev_server, write_corpus
+from tests.e2e.test_gigachat_path import INVENTED, QUESTION, Script
+from tests.fakes.gigachat_server import FakeGigaChatServer
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -60,6 +62,18 @@ def web_session(db, tmp_path_factory: pytest.TempPathFactory) -> str:
 def server(offline_env: Callable[..., dict[str, str]], tmp_path_factory: pytest.TempPathFactory,
            db) -> Iterator[DevServer]:
     with running_dev_server(offline_env(LOTSMAN_EMBEDDER="use"), tmp_path_factory.mktemp("web-dev")) as srv:
+        yield srv
+
+
+TOKEN = "web-page-token-7c1e"
+
+
+@pytest.fixture(scope="module")
+def guarded_llm_server(offline_env: Callable[..., dict[str, str]], scripted_gigachat: FakeGigaChatServer,
+                       tmp_path_factory: pytest.TempPathFactory, db) -> Iterator[DevServer]:
+    """A server with a token and a chat model (the real GigaChat SDK against the scripted fake GigaChat)."""
+    env = offline_env(LOTSMAN_EMBEDDER="use", LOTSMAN_AUTH_TOKEN=TOKEN, **scripted_gigachat.env())
+    with running_dev_server(env, tmp_path_factory.mktemp("web-dev-llm")) as srv:
         yield srv
 
 
@@ -121,6 +135,23 @@ def expand(answer: Any, path: str) -> tuple[dict[str, Any], list[tuple[int, str]
     return cite, shown
 
 
+def vote(answer: Any, thumb: str, comment: str = "") -> None:
+    """Click a thumb, write the comment, send; fails with the page's message if the vote was not stored."""
+    answer.locator(f".thumb.{thumb}").click()
+    if comment:
+        answer.locator("textarea.comment").fill(comment)
+    answer.locator("button.send").click()
+    status = answer.locator(".vote .status.done, .vote .status.failed")
+    status.wait_for()
+    assert "done" in (status.get_attribute("class") or ""), status.inner_text()
+
+
+def session_votes(db, session: str) -> set[tuple[str, int, str, str | None]]:
+    with db.connection() as conn:
+        return set(conn.execute("SELECT feedback_id, score, question, comment FROM rag_feedback "
+                                "WHERE session_name = %s", (session,)).fetchall())
+
+
 def save_screenshot(page: Any, folder: Path, name: str) -> Path:
     path = folder / name
     page.screenshot(path=str(path))
@@ -151,14 +182,13 @@ def test_ask_expand_vote_and_follow_up(page: Any, server: DevServer, web_session
         print(f"\nscreenshot of the page with an expanded citation: {shot}")
 
     # --- a vote with a comment ------------------------------------------------------------------------------
-    first.locator(".thumb.down").click()
-    first.locator("textarea.comment").fill("не хватает примера")
-    first.locator("button.send").click()
-    first.locator(".status.done").wait_for()
+    before = {vote_id for vote_id, *_ in session_votes(db, web_session)}
+    vote(first, "down", "не хватает примера")
     with db.connection() as conn:
         rows = conn.execute("SELECT score, question, comment, run_id, thread_id, citations, answer FROM rag_feedback "
-                            "WHERE session_name = %s", (web_session,)).fetchall()
-    assert len(rows) == 1
+                            "WHERE session_name = %s AND NOT feedback_id = ANY(%s)",
+                            (web_session, list(before))).fetchall()
+    assert len(rows) == 1, "one vote, stored once"
     score, voted_question, comment, run_id, thread_id, citations, answer = rows[0]
     assert (score, voted_question, comment) == (-1, question, "не хватает примера")
     assert run_id and thread_id and "docs/cors.md" in answer
@@ -193,3 +223,31 @@ def test_citation_view_shows_the_cited_lines(page: Any, server: DevServer, web_s
     page.goto(f"{server.url}/lotsman/read?session={web_session}&path=docs/missing.md&start=1&end=2")
     page.locator("#citation-lines.error").wait_for()
     assert "docs/missing.md is not in session" in page.inner_text("#citation-lines")
+
+
+def test_token_then_a_streamed_llm_answer(page: Any, guarded_llm_server: DevServer, web_session: str,
+                                          scripted_gigachat: FakeGigaChatServer, db) -> None:
+    """With LOTSMAN_AUTH_TOKEN set the page asks for it, then sends it on every request (its own endpoints and
+    the LangGraph API); on the LLM path the answer arrives token by token."""
+    scripted_gigachat.chat_handler = Script()
+    page.goto(f"{guarded_llm_server.url}/lotsman/")
+    page.locator("#token-form").wait_for()
+    assert "this server needs a token" in page.inner_text("#notice")
+    page.fill("#token", TOKEN)
+    page.click("#token-form button[type=submit]")
+    page.wait_for_selector("#session:not([disabled])")
+    page.select_option("#session", web_session)
+
+    answer = ask(page, QUESTION, 1)
+    assert int(answer.get_attribute("data-streamed-chunks") or 0) >= 5, "the answer arrives token by token"
+    assert answer.locator(".answer-text").inner_text().startswith("Чтобы настроить CORS")
+    cited = {s["path"] for s in sources(answer)}
+    assert "docs/cors.md" in cited and "docs/secret.md" not in cited, sources(answer)
+    assert INVENTED.strip("[]") not in {a.inner_text() for a in answer.locator("a.citation").all()}
+    _, shown = expand(answer, "docs/cors.md")
+    assert shown and all(text == CORS_DOC.split("\n")[number - 1] for number, text in shown)
+
+    before = session_votes(db, web_session)
+    vote(answer, "up")
+    added = session_votes(db, web_session) - before
+    assert [(score, question, comment) for _, score, question, comment in added] == [(1, QUESTION, None)]
