@@ -315,16 +315,28 @@ class LotsmanTools:
                 git_ref=revision.git_ref if revision else None, commit=revision.commit if revision else None))
         return SessionList(sessions=out)
 
-    def _pick(self, requested: str | None) -> tuple[str, str, str | None]:
-        """(name, id, commit) of the session a call reads; an unknown one is one line naming the known ones."""
+    def _pick(self, requested: str | None, ref: str | None = None) -> tuple[str, str, str | None]:
+        """(name, id, commit) of the session a call reads: the one named (or the default), or with `ref` the one
+        indexed from that git revision (of the named session's repository); an unknown one is one line naming
+        the known ones."""
         from stores.reading import session_revisions
-        from stores.sessions import find_session
+        from stores.sessions import find_session, run_session
 
+        asked = requested if requested is not None else self.session
         with self.deps().database().connection() as conn:
             revisions = session_revisions(conn)
-            asked = requested if requested is not None else self.session
-            name = choose_session(asked, sorted(revisions), self.settings.default_session)
-            session = find_session(conn, name)
+            if ref is not None:
+                if not ref.strip() or undecodable(ref) is not None:
+                    raise UsageError("ref is empty or not UTF-8: pass a tag, branch or commit the session was "
+                                     "indexed from (list_sessions shows them)")
+                if asked is not None:
+                    choose_session(asked, [], self.settings.default_session)  # refuses an empty name
+                session_id = run_session(conn, asked or "", ref, session_given=asked is not None)
+                session = find_session(conn, session_id)
+                name = session.name if session is not None else session_id
+            else:
+                name = choose_session(asked, sorted(revisions), self.settings.default_session)
+                session = find_session(conn, name)
         if session is None:
             known = f"indexed sessions: {shown_names(sorted(revisions))}" if revisions else "none is indexed yet"
             raise SessionNotFoundError(f"no session '{printable(name)}' ({known}): pass a name from list_sessions")
@@ -334,8 +346,8 @@ class LotsmanTools:
     async def list_sessions(self) -> SessionList:
         return await self._db(self._sessions_now)
 
-    async def ask(self, question: str, session: str | None = None, history: Sequence[Turn] | None = None
-                  ) -> AskResult:
+    async def ask(self, question: str, session: str | None = None, history: Sequence[Turn] | None = None,
+                  ref: str | None = None) -> AskResult:
         from langchain_core.messages import AIMessage, HumanMessage
 
         from graph.context import Context
@@ -344,7 +356,7 @@ class LotsmanTools:
 
         text = check_question(question)
         turns = check_history(history)
-        name, session_id, commit = await self._db(self._pick, session)
+        name, session_id, commit = await self._db(self._pick, session, ref)
         messages = [HumanMessage(t.content) if t.role == "user" else AIMessage(t.content) for t in turns]
         context = Context(rag_session_id=session_id, token_cap=self.settings.token_cap, top_k=self.settings.top_k)
         run_id = uuid.uuid4()
@@ -358,8 +370,8 @@ class LotsmanTools:
         return AskResult(answer=str(out.get("answer", "")), citations=citations_of(out.get("citations")),
                          abstained=bool(out.get("abstained", False)), session=name, commit=commit)
 
-    async def search(self, query: str, session: str | None = None, top_k: int = DEFAULT_SEARCH_RESULTS
-                     ) -> SearchResult:
+    async def search(self, query: str, session: str | None = None, top_k: int = DEFAULT_SEARCH_RESULTS,
+                     ref: str | None = None) -> SearchResult:
         from langchain_core.messages import HumanMessage
 
         from graph.context import Context
@@ -367,7 +379,7 @@ class LotsmanTools:
 
         text = check_question(query, "query")
         limit = check_top_k(top_k)
-        name, session_id, commit = await self._db(self._pick, session)
+        name, session_id, commit = await self._db(self._pick, session, ref)
         graph = self._graph("search")
         config = {"configurable": {"thread_id": uuid.uuid4().hex}}
         context = Context(rag_session_id=session_id, token_cap=self.settings.token_cap, top_k=limit)
@@ -386,11 +398,12 @@ class LotsmanTools:
         return SearchResult(session=name, relevant=bool(report and report.relevant),
                             gate=report.gate if report else "", passages=passages, commit=commit)
 
-    async def read(self, session: str | None, path: str, start_line: int, end_line: int) -> ReadResult:
+    async def read(self, session: str | None, path: str, start_line: int, end_line: int, ref: str | None = None
+                   ) -> ReadResult:
         from stores.reading import check_range, read_indexed_lines
 
         check_range(start_line, end_line)  # before any database work
-        name, session_id, _ = await self._db(self._pick, session)
+        name, session_id, _ = await self._db(self._pick, session, ref)
 
         def read_now() -> ReadResult:
             with self.deps().database().connection() as conn:
@@ -435,6 +448,9 @@ SessionArg = Annotated[str | None, Field(description="Session name from list_ses
                                                      "one is indexed).")]
 HistoryArg = Annotated[list[Turn] | None, Field(description="Earlier turns, oldest first, for a follow-up "
                                                             f"(at most {MAX_HISTORY_TURNS}).")]
+RefArg = Annotated[str | None, Field(description="A git revision (tag, branch, commit) to read: the session "
+                                                 "indexed from it with `lotsman index REPO --ref REF`, among the "
+                                                 "sessions of `session`'s repository. Omit for `session` itself.")]
 TopKArg = Annotated[int, Field(description=f"Passages to return (1-{MAX_SEARCH_RESULTS}).")]
 PathArg = Annotated[str, Field(description="File path relative to the indexed root, as in a citation.")]
 StartArg = Annotated[int, Field(description="First line (1-based).")]
@@ -461,16 +477,18 @@ def build_server(tools: LotsmanTools) -> MCPServer:
 
     @server.tool(name="ask", title="Ask a question (cited answer)", description=ASK_DESCRIPTION,
                  annotations=READ_ONLY)
-    async def ask(question: QuestionArg, session: SessionArg = None, history: HistoryArg = None) -> AskResult:
-        return await guarded(tools.ask(question, session, history))
+    async def ask(question: QuestionArg, session: SessionArg = None, history: HistoryArg = None,
+                  ref: RefArg = None) -> AskResult:
+        return await guarded(tools.ask(question, session, history, ref))
 
     @server.tool(name="search", title="Search docs and code", description=SEARCH_DESCRIPTION, annotations=READ_ONLY)
-    async def search(query: QueryArg, session: SessionArg = None, top_k: TopKArg = DEFAULT_SEARCH_RESULTS
-                     ) -> SearchResult:
-        return await guarded(tools.search(query, session, top_k))
+    async def search(query: QueryArg, session: SessionArg = None, top_k: TopKArg = DEFAULT_SEARCH_RESULTS,
+                     ref: RefArg = None) -> SearchResult:
+        return await guarded(tools.search(query, session, top_k, ref))
 
     @server.tool(name="read", title="Read indexed lines", description=READ_DESCRIPTION, annotations=READ_ONLY)
-    async def read(path: PathArg, start_line: StartArg, end_line: EndArg, session: SessionArg = None) -> ReadResult:
-        return await guarded(tools.read(session, path, start_line, end_line))
+    async def read(path: PathArg, start_line: StartArg, end_line: EndArg, session: SessionArg = None,
+                   ref: RefArg = None) -> ReadResult:
+        return await guarded(tools.read(session, path, start_line, end_line, ref))
 
     return server

@@ -260,3 +260,49 @@ async def test_a_call_naming_no_session_reads_the_default_or_says_which_exist(
         result = await client.call_tool("read", {"path": "docs/cors.md", "start_line": 1, "end_line": 2})
     assert not result.is_error and result.structured_content is not None
     assert result.structured_content["session"] == small_session
+
+
+@pytest.fixture(scope="module")
+def tagged_sessions(db, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """A git repository whose docs/guide.md changed between tags v1 and v2, each tag indexed into its session."""
+    import subprocess
+
+    from stores.embedders import FakeEmbeddings
+    from stores.indexing.service import index_repository
+    from stores.sessions import delete_session
+
+    root = tmp_path_factory.mktemp("tagged-repo")
+    (root / "docs").mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
+                       capture_output=True)
+
+    git("init", "-q")
+    for tag, text in (("v1", "# Guide\n\nThe first version of the guide says to restart the service.\n"),
+                      ("v2", "# Guide\n\nThe second version of the guide says to reload the service.\n")):
+        (root / "docs" / "guide.md").write_text(text, encoding="utf-8")
+        git("add", "-A")
+        git("commit", "-q", "-m", tag)
+        git("tag", tag)
+    names = (f"mcp-v1-{uuid.uuid4().hex[:6]}", f"mcp-v2-{uuid.uuid4().hex[:6]}")
+    for name, tag in zip(names, ("v1", "v2"), strict=True):
+        index_repository(db, root, session_name=name, embedder=FakeEmbeddings(), ref=tag, parse_workers=0)
+    yield names
+    with db.connection() as conn:
+        for name in names:
+            delete_session(conn, name)
+
+
+async def test_read_at_a_revision(in_process: Callable[..., Client], tagged_sessions: tuple[str, str]) -> None:
+    v1, v2 = tagged_sessions
+    async with in_process() as client:
+        own = await client.call_tool("read", {"session": v1, "path": "docs/guide.md", "start_line": 3, "end_line": 3})
+        other = await client.call_tool("read", {"session": v1, "ref": "v2", "path": "docs/guide.md",
+                                                "start_line": 3, "end_line": 3})
+        missing = await client.call_tool("read", {"session": v1, "ref": "v9", "path": "docs/guide.md",
+                                                  "start_line": 3, "end_line": 3})
+    assert own.structured_content is not None and "first version" in own.structured_content["text"]
+    assert other.structured_content is not None and "second version" in other.structured_content["text"]
+    assert other.structured_content["session"] == v2 and other.structured_content["commit"]
+    assert missing.is_error and "no session is indexed from revision 'v9'" in missing.content[0].text

@@ -116,8 +116,8 @@ class FakeTools(LotsmanTools):
     async def list_sessions(self) -> SessionList:
         return SessionList(sessions=[SessionInfo(name="docs", embedder="use", passages=42)])
 
-    async def ask(self, question: str, session: str | None = None, history: Sequence[Turn] | None = None
-                  ) -> AskResult:
+    async def ask(self, question: str, session: str | None = None, history: Sequence[Turn] | None = None,
+                  ref: str | None = None) -> AskResult:
         text = check_question(question)
         turns = check_history(history)
         self.calls.append(("ask", text, session, turns))
@@ -130,12 +130,14 @@ class FakeTools(LotsmanTools):
         return AskResult(answer="Добавьте CORSMiddleware (docs/cors.md:5-7).", session=session or "docs",
                          citations=[Citation(path="docs/cors.md", start_line=5, end_line=7)], abstained=False)
 
-    async def search(self, query: str, session: str | None = None, top_k: int = 8) -> SearchResult:
+    async def search(self, query: str, session: str | None = None, top_k: int = 8, ref: str | None = None
+                     ) -> SearchResult:
         check_question(query, "query")
         check_top_k(top_k)
         return SearchResult(session="docs", relevant=True, gate="ok", passages=[])
 
-    async def read(self, session: str | None, path: str, start_line: int, end_line: int) -> ReadResult:
+    async def read(self, session: str | None, path: str, start_line: int, end_line: int, ref: str | None = None
+                   ) -> ReadResult:
         check_range(start_line, end_line)
         return ReadResult(session="docs", path=path, start_line=start_line, end_line=end_line, last_line=20,
                           text="line", missing_lines=[])
