@@ -1,0 +1,276 @@
+"""Keeping an index fresh (issue 26.2) and the stored generation artifacts (26.4), on the real database.
+
+`lotsman watch` and the git hooks run as the installed CLI in subprocesses; an index job held in the middle
+of its write shows that a question asked meanwhile is answered from the previous rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from graph.builder import build_graph
+from graph.context import Context
+from graph.deps import GraphDeps
+from graph.settings import Settings
+from stores.artifacts import NAMES, store_generation_artifacts
+from stores.database import Database
+from stores.embedders import FakeEmbeddings
+from stores.indexing.service import index_repository
+from stores.repository import RagRepository
+from stores.sessions import delete_session, find_session, get_session
+from tests.integration.conftest import LOTSMAN, ROOT, cli_env, run_lotsman
+
+QUESTION = "Какой код доступа к складу?"
+SECRET = "ZEBRA-4471"
+DEADLINE_S = 180
+
+
+def write_corpus(root: Path) -> None:
+    (root / "docs").mkdir(parents=True, exist_ok=True)
+    (root / "docs" / "sklad.md").write_text("# Склад\n\nСклад открыт с девяти утра.\n", encoding="utf-8")
+    (root / "docs" / "dostavka.md").write_text("# Доставка\n\nДоставка занимает два дня.\n", encoding="utf-8")
+    (root / "pkg").mkdir(exist_ok=True)
+    (root / "pkg" / "store.py").write_text('def open_store():\n    """Открыть склад."""\n', encoding="utf-8")
+
+
+def add_secret(root: Path) -> None:
+    with (root / "docs" / "sklad.md").open("a", encoding="utf-8") as f:
+        f.write(f"\nКод доступа к складу — {SECRET}.\n")
+
+
+def ask_cli(env: dict[str, str], session: str) -> dict:
+    done = run_lotsman("ask", QUESTION, "--session", session, "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+def cleanup(db: Database) -> Iterator[list[str]]:
+    names: list[str] = []
+    yield names
+    for name in names:
+        with db.connection() as conn:
+            if find_session(conn, name) is not None:
+                delete_session(conn, name)
+
+
+class Lines:
+    """A subprocess's stdout read on a thread, so a test can wait for a line without blocking forever."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.seen: list[str] = []
+        self._queue: queue.Queue[str] = queue.Queue()
+        assert proc.stdout is not None
+        stream = proc.stdout
+        threading.Thread(target=lambda: [self._queue.put(line) for line in stream], daemon=True).start()
+
+    def wait_for(self, prefix: str, after: int = 0) -> str:
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline:
+            found = [line for line in self.seen[after:] if line.startswith(prefix)]
+            if found:
+                return found[0]
+            try:
+                self.seen.append(self._queue.get(timeout=0.5))
+            except queue.Empty:
+                continue
+        raise AssertionError(f"no line starting {prefix!r}; got {self.seen}")
+
+
+def test_watch_makes_an_edit_answerable_and_ctrl_c_stops_it(db: Database, pg_data_dir: Path, tmp_path: Path,
+                                                           session_name: str, cleanup: list[str]) -> None:
+    cleanup.append(session_name)
+    write_corpus(tmp_path)
+    env = cli_env(pg_data_dir, LOTSMAN_WATCH_DEBOUNCE_MS="200")
+    proc = subprocess.Popen([str(LOTSMAN), "watch", str(tmp_path), "--session", session_name], text=True, env=env,
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        lines = Lines(proc)
+        lines.wait_for("watching ")
+        assert SECRET not in ask_cli(env, session_name)["answer"]
+        mark = len(lines.seen)
+        add_secret(tmp_path)
+        assert lines.wait_for("changed: ", mark) == "changed: docs/sklad.md (modified)\n"
+        assert lines.wait_for("re-indexed ", mark).startswith(f"re-indexed session '{session_name}'")
+        out = ask_cli(env, session_name)
+        assert SECRET in out["answer"], out["answer"]
+        assert out["citations"][0]["path"] == "docs/sklad.md"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+        lines.wait_for("stopped watching", mark)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                   check=True, capture_output=True, env=env)
+
+
+def test_a_commit_runs_the_hook_and_the_committed_change_is_indexed(db: Database, pg_data_dir: Path, tmp_path: Path,
+                                                                    session_name: str, cleanup: list[str]) -> None:
+    cleanup.append(session_name)
+    repo = tmp_path / "repo"
+    write_corpus(repo)
+    env = cli_env(pg_data_dir)
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "first")
+    own = "#!/bin/sh\necho \"own hook ran\" >> \"$(git rev-parse --git-dir)/own.log\"\nexit 0\n"
+    (repo / ".git" / "hooks" / "post-commit").write_text(own, encoding="utf-8")
+    (repo / ".git" / "hooks" / "post-commit").chmod(0o755)
+    assert run_lotsman("index", str(repo), "--session", session_name, env=env).returncode == 0
+
+    for _ in range(2):  # installing twice changes nothing
+        installed = run_lotsman("hook", "install", str(repo), "--session", session_name, env=env)
+        assert installed.returncode == 0, installed.stderr
+    hook = (repo / ".git" / "hooks" / "post-commit").read_text(encoding="utf-8")
+    assert hook.count("lotsman hook run") == 1 and "own hook ran" in hook
+    assert all((repo / ".git" / "hooks" / name).stat().st_mode & 0o111 for name in ("post-merge", "post-checkout"))
+
+    add_secret(repo)
+    _git(repo, "commit", "-q", "-am", "the code", env=env)  # returns at once: the job runs in the background
+    log = repo / ".git" / "lotsman-index.log"
+    deadline = time.monotonic() + DEADLINE_S
+    while not (log.exists() and "re-indexed" in log.read_text(encoding="utf-8")):
+        assert time.monotonic() < deadline, log.read_text(encoding="utf-8") if log.exists() else "no hook log"
+        time.sleep(0.2)
+    assert "1 file indexed" in log.read_text(encoding="utf-8")
+    assert (repo / ".git" / "own.log").read_text(encoding="utf-8") == "own hook ran\n"
+    assert SECRET in ask_cli(env, session_name)["answer"]
+
+    removed = run_lotsman("hook", "uninstall", str(repo), env=env)
+    assert removed.returncode == 0, removed.stderr
+    assert (repo / ".git" / "hooks" / "post-commit").read_text(encoding="utf-8") == own
+    assert not (repo / ".git" / "hooks" / "post-merge").exists()
+
+
+def test_bad_input_is_one_line_and_changes_nothing(db: Database, pg_data_dir: Path, tmp_path: Path,
+                                                   session_name: str) -> None:
+    env = cli_env(pg_data_dir)
+    plain = tmp_path / "plain"
+    write_corpus(plain)
+    before = sorted(p.relative_to(plain) for p in plain.rglob("*"))
+    for args in (("watch", str(tmp_path / "missing"), "--session", session_name),
+                 ("watch", str(plain / "docs" / "sklad.md"), "--session", session_name),
+                 ("hook", "install", str(plain), "--session", session_name),
+                 ("hook", "install", str(tmp_path / "missing"), "--session", session_name),
+                 ("hook", "uninstall", str(plain))):
+        done = run_lotsman(*args, env=env)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode != 0 and len(lines) == 1 and lines[0].startswith("error: "), (args, done.stderr)
+    assert sorted(p.relative_to(plain) for p in plain.rglob("*")) == before
+    with db.connection() as conn:
+        assert find_session(conn, session_name) is None
+
+
+class _HeldEmbeddings(FakeEmbeddings):
+    """The fake embedder, held inside a job's write until the test releases it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.entered.set()
+        assert self.release.wait(120)
+        return super().embed_documents(texts)
+
+
+def _answer(db: Database, session: str) -> str:
+    deps = GraphDeps(settings=Settings(), db=db, embedder=FakeEmbeddings())
+    graph = build_graph(deps)
+    try:
+        out = asyncio.run(graph.ainvoke({"messages": [HumanMessage(QUESTION)]},
+                                        context=Context(rag_session_id=session, use_llm=False)))
+    finally:
+        deps.lane_pool().shutdown(wait=True)
+    return str(out["answer"])
+
+
+def test_a_question_during_a_re_index_reads_the_previous_rows(db: Database, tmp_path: Path, session_name: str,
+                                                              cleanup: list[str]) -> None:
+    cleanup.append(session_name)
+    write_corpus(tmp_path)
+    index_repository(db, tmp_path, session_name=session_name, embedder=FakeEmbeddings(), parse_workers=0)
+    add_secret(tmp_path)
+    held = _HeldEmbeddings()
+    errors: list[BaseException] = []
+
+    def job() -> None:
+        try:
+            index_repository(db, tmp_path, session_name=session_name, embedder=held, parse_workers=0)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    worker = threading.Thread(target=job)
+    worker.start()
+    try:
+        assert held.entered.wait(60), errors
+        during = _answer(db, session_name)  # answered while the job is held: nothing waits for it
+        assert worker.is_alive()
+        assert "Склад открыт" in during and SECRET not in during
+    finally:
+        held.release.set()
+        worker.join(120)
+    assert not errors, errors
+    assert SECRET in _answer(db, session_name)
+
+
+def test_a_running_process_sees_a_changes_job(db: Database, tmp_path: Path, session_name: str,
+                                              cleanup: list[str]) -> None:
+    """A changes job keeps the generation number; the bundle (file list, aliases) must still be renewed."""
+    cleanup.append(session_name)
+    write_corpus(tmp_path)
+    index_repository(db, tmp_path, session_name=session_name, embedder=FakeEmbeddings(), parse_workers=0)
+    deps = GraphDeps(settings=Settings(), db=db, embedder=FakeEmbeddings())
+    try:
+        first = deps.bundle(session_name)
+        assert first.adapter.layout is not None and "docs/vozvrat.md" not in first.adapter.layout.paths
+        (tmp_path / "docs" / "vozvrat.md").write_text("# Возврат товара\n\nВозврат в течение 14 дней.\n",
+                                                      encoding="utf-8")
+        index_repository(db, tmp_path, session_name=session_name, embedder=FakeEmbeddings(), parse_workers=0)
+        second = deps.bundle(session_name)
+        assert second.session.active_generation == first.session.active_generation
+        assert second.adapter.layout is not None and "docs/vozvrat.md" in second.adapter.layout.paths
+        assert "возврат товара" in second.router.aliases.entries
+    finally:
+        deps.lane_pool().shutdown(wait=True)
+
+
+def test_artifacts_describe_the_rows_and_are_built_when_missing(db: Database, tmp_path: Path, session_name: str,
+                                                                cleanup: list[str]) -> None:
+    cleanup.append(session_name)
+    write_corpus(tmp_path)
+    index_repository(db, tmp_path, session_name=session_name, embedder=FakeEmbeddings(), parse_workers=0)
+    with db.connection() as conn:
+        session = get_session(conn, session_name)
+        conn.execute("DELETE FROM rag_generation_artifacts WHERE rag_session_id = %s", (session.rag_session_id,))
+    deps = GraphDeps(settings=Settings(), db=db, embedder=FakeEmbeddings())
+    try:
+        bundle = deps.bundle(session_name)  # an old session's first question: built from the rows and stored
+    finally:
+        deps.lane_pool().shutdown(wait=True)
+    repo = RagRepository(db)
+    assert bundle.adapter.layout is not None
+    assert sorted(bundle.adapter.layout.paths) == repo.indexed_paths(session)
+    assert bundle.symbols == frozenset(repo.symbol_names(session)) and "open_store" in bundle.symbols
+    assert bundle.adapter.present_layers == repo.present_layers(session)
+    with db.connection() as conn:
+        stored = {r[0] for r in conn.execute("SELECT name FROM rag_generation_artifacts WHERE rag_session_id = %s "
+                                             "AND generation = %s", (session.rag_session_id,
+                                                                     session.active_generation)).fetchall()}
+        assert stored == set(NAMES)
+        store_generation_artifacts(conn, session.rag_session_id, session.active_generation)  # an upsert
