@@ -20,10 +20,15 @@ def _index(args: argparse.Namespace, settings: Settings) -> int:
     root = Path(args.path)
     if not root.exists():
         raise IndexingError(f"path not found: {printable(escaped_path(str(root)))}")
-    session, report = _unchanged(root, args, settings)
-    embedder = session.embedder if report is not None else ""
-    if report is None:
-        with Database.from_settings(settings) as db:
+    revision = None
+    if args.ref is not None:  # a bad ref or a folder outside git: one line before anything is opened
+        from stores.indexing.git_source import resolve_revision
+
+        revision = resolve_revision(root, args.ref)
+    with Database.from_settings(settings) as db:
+        session, report = _unchanged(db, root, revision, args, settings)
+        embedder = session.embedder if report is not None else ""
+        if report is None:
             report, embedder = _run_index(db, session, root, args, settings)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2, default=str))
@@ -32,32 +37,24 @@ def _index(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _unchanged(root: Path, args: argparse.Namespace, settings: Settings) -> tuple[Any, Any]:
+def _unchanged(db: Any, root: Path, revision: Any, args: argparse.Namespace, settings: Settings
+               ) -> tuple[Any, Any]:
     """The session (None when new) and the no-op report when nothing changed since its last job (else None).
 
-    One plain connection, not the pool: an unchanged folder is answered before the embedder, the pipelines,
-    the graph's modules and the pool's pgvector types load (a no-op re-index of fastapi-ru cost 1.7 s, nearly
-    all imports it never used; see stores/indexing/unchanged.py).
+    Asked before the embedder, the pipelines and the indexing service are imported: a no-op re-index of
+    fastapi-ru cost 1.7 s, nearly all of it imports it never used (see stores/indexing/unchanged.py).
     """
-    from stores.database import EMBEDDED_HINT, EXTERNAL_HINT, connect, ensure_pgvector, resolve_database_url
     from stores.indexing.unchanged import unchanged_report
     from stores.schema import ensure_tables
     from stores.sessions import find_session
 
-    revision = None
-    if args.ref is not None:  # a bad ref or a folder outside git: one line before anything is opened
-        from stores.indexing.git_source import resolve_revision
-
-        revision = resolve_revision(root, args.ref)
-    url = resolve_database_url(settings.database_url, settings.data_dir)
-    with connect(url, hint=EXTERNAL_HINT if settings.database_url else EMBEDDED_HINT) as conn:
-        ensure_pgvector(conn)
+    with db.connection() as conn:
         ensure_tables(conn)
         session = find_session(conn, args.session)
         if session is None or args.full or args.rebuild:
             return session, None
         return session, unchanged_report(conn, session, root, max_bytes=settings.max_file_bytes,
-                                          revision=revision, embedder=args.embedder)
+                                         revision=revision, embedder=args.embedder)
 
 
 def _run_index(db: Any, session: Any, root: Path, args: argparse.Namespace, settings: Settings) -> tuple[Any, str]:

@@ -121,12 +121,18 @@ def last_done_job(conn: psycopg.Connection, session_id: str) -> LastJob | None:
     return LastJob(row[0], row[1], row[2] or []) if row else None
 
 
-def refresh_tree(conn: psycopg.Connection, job_id: str, tree: dict[str, Any]) -> None:
-    """Replace a finished job's tree (a no-op run found files touched but unchanged: their new stats are
-    recorded so the next run need not read them again). No job row is added for a no-op: the session's last
-    job still describes its rows (what per-generation artifacts are checked against)."""
-    conn.execute("UPDATE rag_index_jobs SET counts = jsonb_set(counts, '{tree}', %s) WHERE job_id = %s",
-                 (Jsonb(tree), job_id))
+def record_noop(conn: psycopg.Connection, session_id: str, *, counts: dict, skipped: list[dict],
+                tree: dict[str, Any]) -> str:
+    """Record a job that found nothing to change (`done` at once, `counts.noop` true) with the tree it saw;
+    returns its id. Like every run of `index_repository` it is a job, so `lotsman sessions` shows when the
+    index was last checked."""
+    job_id = uuid.uuid4().hex
+    with conn.transaction():
+        conn.execute(
+            "INSERT INTO rag_index_jobs (job_id, rag_session_id, kind, status, counts, skipped, finished_at) "
+            "VALUES (%s, %s, 'changes', 'done', %s, %s, now())",
+            (job_id, session_id, Jsonb({**counts, "tree": tree}), Jsonb(skipped)))
+    return job_id
 
 
 def fail_job(conn: psycopg.Connection, job_id: str, *, counts: dict, skipped: list[dict], error: str) -> bool:

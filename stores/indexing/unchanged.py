@@ -26,7 +26,7 @@ from stores.indexing.files import (
     read_source_file,
     stat_tree,
 )
-from stores.indexing.jobs import IndexReport, fail_interrupted, job_lock_key, last_done_job, refresh_tree
+from stores.indexing.jobs import IndexReport, fail_interrupted, job_lock_key, last_done_job, record_noop
 from stores.indexing.writer import discard_inactive
 from stores.schema import build_vector_index, chunk_table, existing_spaces
 from stores.sessions import RagSession, find_session
@@ -93,21 +93,23 @@ def unchanged_report(conn: psycopg.Connection, session: RagSession, root: Path, 
             if current.commit_sha != revision.commit_sha or not same_source(
                     previous, GIT, revision.root, max_bytes, revision.commit_sha):
                 return None
-            files = int(previous.get("files", 0))
+            tree, files = previous, int(previous.get("files", 0))
         else:
             if current.commit_sha is not None or not same_source(previous, FOLDER, root_text, max_bytes):
                 return None
-            shas, reread = _unchanged_shas(Path(root_text), previous, stats, max_bytes)
+            shas = _unchanged_shas(Path(root_text), previous, stats, max_bytes)
             if shas is None:
                 return None
-            if reread:  # touched but unchanged (or too recent to trust): remember their stats now
-                refresh_tree(conn, last.job_id, folder_tree(root_text, max_bytes, stats, taken_ns, shas))
+            # the stats of files touched but unchanged are recorded now: the next run need not read them
+            tree = folder_tree(root_text, max_bytes, stats, taken_ns, shas)
             files = sum(1 for sha in shas.values() if sha is not None)
-    report = IndexReport(session=current.name, job_id=last.job_id, kind="changes", files_seen=files + len(last.skipped),
-                         files_unchanged=files, noop=True,
-                         skipped=[SkippedFile(s["path"], s["reason"]) for s in last.skipped],
-                         revision=_revision_dict(current))
-    report.timings["total"] = (time.time_ns() - taken_ns) / 1e9
+        report = IndexReport(session=current.name, job_id="", kind="changes", files_seen=files + len(last.skipped),
+                             files_unchanged=files, noop=True,
+                             skipped=[SkippedFile(s["path"], s["reason"]) for s in last.skipped],
+                             revision=_revision_dict(current))
+        report.timings["total"] = (time.time_ns() - taken_ns) / 1e9
+        report.job_id = record_noop(conn, current.rag_session_id, counts=report.counts(), skipped=last.skipped,
+                                    tree=tree)
     return report
 
 
@@ -121,20 +123,20 @@ def _housekeeping(conn: psycopg.Connection, session: RagSession) -> None:
 
 
 def _unchanged_shas(root: Path, previous: dict[str, Any], stats: dict[str, StatEntry],
-                    max_bytes: int) -> tuple[dict[str, str | None] | None, int]:
-    """Each file's blob sha when the folder holds what the last job indexed (None when it changed), and how
-    many files had to be read: those whose stat moved, or was too recent to trust."""
+                    max_bytes: int) -> dict[str, str | None] | None:
+    """Each file's blob sha when the folder holds what the last job indexed, None when it changed: the files
+    whose stat moved (or was too recent to trust) are read and hashed."""
     recorded: dict[str, list] = previous.get("files") or {}
     to_read = changed_since(recorded, stats, int(previous.get("taken_ns", 0)))
     if to_read is None:
-        return None, 0
+        return None
     shas: dict[str, str | None] = {path: entry[3] for path, entry in recorded.items()}
     for path in to_read:
         got = read_source_file(root, path, max_bytes)
         sha = got.blob_sha if isinstance(got, SourceFile) else None
         if sha != shas[path]:
-            return None, len(to_read)
-    return shas, len(to_read)
+            return None
+    return shas
 
 
 def _revision_dict(session: RagSession) -> dict[str, str] | None:

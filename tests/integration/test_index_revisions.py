@@ -200,7 +200,7 @@ def test_unchanged_folder_is_a_noop_before_any_parse(tmp_path: Path, names: list
 
     again = _index_json(capsys, str(root), "--session", name)
     assert again["noop"] is True and again["parsed"] == again["cache_hits"] == 0
-    assert again["files_unchanged"] == 8 and again["job_id"] == first["job_id"]  # no job row for a no-op
+    assert again["files_unchanged"] == 8 and again["kind"] == "changes"
 
     page = root / "docs/page0.md"
     stat = page.stat()
@@ -216,9 +216,10 @@ def test_unchanged_folder_is_a_noop_before_any_parse(tmp_path: Path, names: list
     assert code == 0 and "nothing changed since the last index job" in out
 
     with db.connection() as conn:
-        jobs = conn.execute("SELECT count(*) FROM rag_index_jobs WHERE rag_session_id = %s",
+        jobs = conn.execute("SELECT count(*) FILTER (WHERE (counts->>'noop')::boolean), count(*) "
+                            "FROM rag_index_jobs WHERE rag_session_id = %s AND status = 'done'",
                             (get_session(conn, name).rag_session_id,)).fetchone()
-    assert jobs is not None and jobs[0] == 3  # the first index and two real changes
+    assert jobs == (3, 6)  # three no-ops among six jobs, each recorded
 
 
 @pytest.mark.usefixtures("cli_on_test_db")
