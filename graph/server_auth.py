@@ -32,8 +32,9 @@ REFUSED_INDEXING = ("indexing is not open to anonymous clients: set LOTSMAN_AUTH
 auth = Auth()
 
 
-def identify(configured: str | None, authorization: str | None) -> dict[str, Any]:
-    """The user a request acts as (a `MinimalUserDict`).
+def identify(configured: str | None, authorization: str | None, api_key: str | None = None) -> dict[str, Any]:
+    """The user a request acts as (a `MinimalUserDict`): the token may come as `Authorization: Bearer <token>`
+    or as `X-Api-Key: <token>` (the header agent-chat-ui and LangGraph SDK clients send their key in).
 
     Raises:
         Auth.exceptions.HTTPException: 401 when a token is configured and the request does not carry it.
@@ -41,7 +42,9 @@ def identify(configured: str | None, authorization: str | None) -> dict[str, Any
     if not configured:
         return {"identity": "anonymous", "is_authenticated": False, "permissions": [ASK]}
     scheme, _, given = (authorization or "").strip().partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), configured.encode()):
+    bearer = scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), configured.encode())
+    keyed = api_key is not None and hmac.compare_digest(api_key.strip().encode(), configured.encode())
+    if not (bearer or keyed):
         raise Auth.exceptions.HTTPException(
             status_code=401, detail="this server needs a token: send Authorization: Bearer <LOTSMAN_AUTH_TOKEN>",
             headers={"WWW-Authenticate": 'Bearer realm="lotsman"'})
@@ -65,9 +68,11 @@ def allowed(permissions: Sequence[str], resource: str, action: str, value: Any) 
 
 
 @auth.authenticate
-async def authenticate(authorization: str | None) -> dict[str, Any]:
+async def authenticate(authorization: str | None, headers: dict[bytes, bytes] | None) -> dict[str, Any]:
     token = get_settings().auth_token
-    return identify(token.get_secret_value() if token else None, authorization)
+    api_key = (headers or {}).get(b"x-api-key")
+    return identify(token.get_secret_value() if token else None, authorization,
+                    api_key.decode("latin-1") if api_key is not None else None)
 
 
 @auth.on

@@ -202,6 +202,11 @@ async def test_token_server_serves_the_token_holder(token_server: DevServer, sma
     with db.connection() as conn:
         assert find_session(conn, session) is not None
         delete_session(conn, session)
+    # the SDK's (and agent-chat-ui's) api key header carries the token too
+    keyed = get_client(url=token_server.url, api_key=TOKEN)
+    answer = await keyed.runs.wait(None, "lotsman", input={"messages": [{"role": "human", "content": QUESTION}]},
+                                   context={"rag_session_id": small_session})
+    assert answer["abstained"] is False
 
 
 # --- the same server in-process, on the real graph and database -----------------------------------------------------

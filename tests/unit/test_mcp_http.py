@@ -89,6 +89,9 @@ def test_identify_with_a_token_refuses_anyone_without_it(authorization) -> None:
 
 def test_identify_with_the_token_may_index() -> None:
     assert set(identify("s3cret", "Bearer s3cret")["permissions"]) == {ASK, INDEX}
+    assert set(identify("s3cret", None, "s3cret")["permissions"]) == {ASK, INDEX}  # X-Api-Key (agent-chat-ui)
+    with pytest.raises(Auth.exceptions.HTTPException):
+        identify("s3cret", None, "guess")
 
 
 @pytest.mark.parametrize(("resource", "action", "value", "touches"), [
