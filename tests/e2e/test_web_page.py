@@ -251,3 +251,21 @@ def test_token_then_a_streamed_llm_answer(page: Any, guarded_llm_server: DevServ
     vote(answer, "up")
     added = session_votes(db, web_session) - before
     assert [(score, question, comment) for _, score, question, comment in added] == [(1, QUESTION, None)]
+
+
+def test_a_session_gone_since_the_list_shows_one_error_line(page: Any, server: DevServer, web_session: str) -> None:
+    """A session deleted after the page listed it: the run fails and the answer card says why, in one line."""
+    open_page(page, server, web_session)
+    page.evaluate("""() => {
+        const select = document.getElementById("session");
+        select.append(new Option("deleted-meanwhile", "deleted-meanwhile"));
+        select.value = "deleted-meanwhile";
+        select.dispatchEvent(new Event("change"));
+    }""")
+    page.fill("#question", "Что такое CORS?")
+    page.press("#question", "Enter")
+    failed = page.locator(".turn[data-turn='1'] .answer.failed")
+    failed.wait_for(timeout=ANSWER_TIMEOUT_MS)
+    text = failed.inner_text()
+    assert text.startswith("Ошибка: ") and "no session 'deleted-meanwhile'" in text and "lotsman index" in text
+    assert "\n" not in text.strip() and "Traceback" not in text
