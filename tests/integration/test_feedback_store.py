@@ -56,3 +56,20 @@ def test_a_malformed_vote_is_one_line_and_stores_nothing(db, empty_session, over
             _vote(conn, empty_session, **over)
         assert says in str(info.value) and "\n" not in str(info.value)
         assert list_feedback(conn, empty_session) == []
+
+
+def test_a_logged_turn_keeps_distinct_files_and_an_unknown_session_is_skipped(db, empty_session):
+    from stores.question_log import MAX_TOP_FILES, list_questions, log_question
+
+    files = [{"path": "docs/a.md"}, "docs/a.md", "docs/b.md", "", None] + [f"f{n}.md" for n in range(20)]
+    with db.connection() as conn:
+        assert log_question(conn, session_name="no-such-session-log", question="q", run_id=None, abstained=True,
+                            confidence=None, top_files=[], source="cli") is None
+        assert log_question(conn, session_name=empty_session, question="  \x00 ", run_id=None, abstained=True,
+                            confidence=None, top_files=[], source="cli") is None
+        qid = log_question(conn, session_name=empty_session, question=" Kafka?\x00 " + "x" * 9000, run_id="r1",
+                           abstained=False, confidence=float("nan"), top_files=files, source="web")
+        (row,) = list_questions(conn, empty_session)
+    assert row.question_id == qid and row.question.startswith("Kafka?") and len(row.question) == 8000
+    assert row.top_files[:3] == ["docs/a.md", "docs/b.md", "f0.md"] and len(row.top_files) == MAX_TOP_FILES
+    assert row.confidence is None and row.source == "web" and row.run_id == "r1"
