@@ -314,7 +314,7 @@ def answer_composition(deps: GraphDeps) -> Node:
         base = link_base(config)
         linked = link_citations(text, answer.citations, lambda cite: citation_href(cite, session, base))
         if deps.settings.log_questions:
-            await asyncio.to_thread(_log_turn, deps, config, session, request, route, answer, analysis)
+            await asyncio.to_thread(_log_turn, deps, config, session, request, report, answer, analysis)
         return {
             "answer": text, "citations": citations, "abstained": answer.abstained,
             "citations_removed": list(answer.removed_citations),
@@ -338,27 +338,29 @@ def link_base(config: RunnableConfig) -> str:
     value = (config.get("metadata") or {}).get(BASE_URL_KEY) or (config.get("configurable") or {}).get(BASE_URL_KEY)
     return value.rstrip("/") if isinstance(value, str) and value.startswith(("http://", "https://")) else ""
 SOURCE_KEY = "lotsman_source"
-"""Run-metadata key naming who asked (`cli`); runs without it came through the server."""
+"""Run-metadata key naming the door a question came through (`cli`, `mcp`, `web`); without it, `server`."""
 
 
-def turn_record(config: RunnableConfig, session: str, request: StandaloneRequest, route: RouteResult,
+def turn_record(config: RunnableConfig, session: str, request: StandaloneRequest, report: RetrievalReport | None,
                 answer: Answer, analysis: Analysis) -> dict[str, Any]:
-    """The keyword arguments of `record_turn` for one answered turn: the run's id, the files cited (or,
-    when nothing is cited, the nearest ones)."""
+    """The keyword arguments of `record_turn` for one answered turn: the run's id, the relevance gate's
+    key-term coverage as its confidence (what `lotsman gaps` calls low), the files cited (or, when nothing
+    is cited, the nearest ones)."""
     metadata = config.get("metadata") or {}
     # The server puts its run id in `configurable`; the CLI in the metadata (and as the root run's id).
     run_id = metadata.get("run_id") or (config.get("configurable") or {}).get("run_id") or config.get("run_id")
     cited = [c.path for c in answer.citations] or [f.path for f in analysis.files]
     return {"session_name": session, "question": request.question or request.text,
             "run_id": str(run_id) if run_id else None, "abstained": answer.abstained,
-            "confidence": route.confidence, "top_files": list(dict.fromkeys(cited))[:5],
+            "confidence": report.coverage if report is not None else None, "top_files": list(dict.fromkeys(cited))[:5],
             "source": str(metadata.get(SOURCE_KEY) or "server")}
 
 
 def _log_turn(deps: GraphDeps, config: RunnableConfig, session: str, request: StandaloneRequest,
-              route: RouteResult, answer: Answer, analysis: Analysis) -> None:
+              report: RetrievalReport | None, answer: Answer, analysis: Analysis) -> None:
     """Record the turn for `lotsman gaps`; a failure costs a log line, never the answer."""
     try:
-        question_logging.record_turn(deps.settings, **turn_record(config, session, request, route, answer, analysis))
+        question_logging.record_turn(deps.settings, database=deps.db,  # the pool, once a stage opened it
+                                     **turn_record(config, session, request, report, answer, analysis))
     except Exception:  # record_turn promises not to raise; an answer is worth more than a log row
         logger.warning("question log: the turn was not recorded", exc_info=True)

@@ -10,6 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from graph.nodes import split_conversation, turn_record
+from graph.state import RetrievalReport
 from nodes.answer_composition import Answer, Citation
 from nodes.answer_composition.links import citation_href, link_citations
 from nodes.context_analysis import Analysis
@@ -131,7 +132,7 @@ def test_extractive_answer_links_every_citation_it_states() -> None:
 def test_turn_record_takes_the_servers_run_id_and_cited_files() -> None:
     answer = Answer(text="t", citations=[CORS, MAIN, CORS])
     record = turn_record({"metadata": {"run_id": "r-1"}}, "docs", StandaloneRequest(text="q (x)", question="q"),
-                         RouteResult(user_query="q", confidence=0.7), answer, Analysis())
+                         RetrievalReport(relevant=True, coverage=0.7), answer, Analysis())
     assert record == {"session_name": "docs", "question": "q", "run_id": "r-1", "abstained": False,
                       "confidence": 0.7, "top_files": ["docs/cors.md", "app/main.py"], "source": "server"}
 
@@ -141,10 +142,10 @@ def test_turn_record_of_a_refusal_names_the_nearest_files_and_the_cli() -> None:
 
     analysis = Analysis(files=[FileEvidence(path="docs/a.md", start_line=1, end_line=2, best_rank=1)])
     record = turn_record({"run_id": "u-2", "metadata": {"lotsman_source": "cli"}}, "s",
-                         StandaloneRequest(text="q", question="q"), RouteResult(user_query="q"),
-                         Answer(text="no", abstained=True), analysis)
-    assert (record["run_id"], record["source"], record["top_files"], record["abstained"]) == \
-        ("u-2", "cli", ["docs/a.md"], True)
+                         StandaloneRequest(text="q", question="q"), None, Answer(text="no", abstained=True),
+                         analysis)
+    assert (record["run_id"], record["source"], record["top_files"], record["abstained"], record["confidence"]) == \
+        ("u-2", "cli", ["docs/a.md"], True, None)
 
 
 def test_graph_logs_each_turn_when_logging_is_on(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -175,7 +176,7 @@ def test_graph_logs_each_turn_when_logging_is_on(monkeypatch: pytest.MonkeyPatch
 
 def test_turn_record_reads_the_run_id_where_the_server_puts_it() -> None:
     record = turn_record({"configurable": {"run_id": "srv-1"}, "metadata": {}}, "s", StandaloneRequest(text="q"),
-                         RouteResult(user_query="q"), Answer(text="a"), Analysis())
+                         None, Answer(text="a"), Analysis())
     assert record["run_id"] == "srv-1"
 
 
