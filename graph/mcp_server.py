@@ -281,6 +281,8 @@ class LotsmanTools:
             self._deps = None
 
     def _graph(self, kind: Literal["ask", "search"]) -> Any:
+        """The compiled graph for a tool, built on first use (in a worker thread: the first build imports the
+        graph's modules and may load the chat model's SDK, blocking work the server's event loop must not do)."""
         graph = self._graphs.get(kind)
         if graph is None:
             from langgraph.checkpoint.memory import InMemorySaver
@@ -363,8 +365,8 @@ class LotsmanTools:
         # The question log (when on) records where the question came from and the run it was answered in.
         config = {"run_id": run_id, "metadata": {SOURCE_KEY: "mcp", "run_id": str(run_id)}}
         try:
-            out = await self._graph("ask").ainvoke({"messages": [*messages, HumanMessage(text)]}, config=config,
-                                                   context=context)
+            graph = await self._db(self._graph, "ask")
+            out = await graph.ainvoke({"messages": [*messages, HumanMessage(text)]}, config=config, context=context)
         except SessionNotFoundError:  # deleted between two stages of the turn
             raise session_deleted(name) from None
         return AskResult(answer=str(out.get("answer", "")), citations=citations_of(out.get("citations")),
@@ -380,7 +382,7 @@ class LotsmanTools:
         text = check_question(query, "query")
         limit = check_top_k(top_k)
         name, session_id, commit = await self._db(self._pick, session, ref)
-        graph = self._graph("search")
+        graph = await self._db(self._graph, "search")
         config = {"configurable": {"thread_id": uuid.uuid4().hex}}
         context = Context(rag_session_id=session_id, token_cap=self.settings.token_cap, top_k=limit)
         try:
