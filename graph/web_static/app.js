@@ -226,7 +226,8 @@ if (typeof document !== "undefined") {
       }
       for (const s of sessions) {
         const revision = s.revision ? ` @ ${String(s.revision).slice(0, 10)}` : "";
-        select.append(el("option", { value: s.name, text: `${s.name}${revision} (${s.rows} строк)` }));
+        const title = `записей в индексе: ${s.rows}; embedder ${s.embedder}; обновлена ${s.updated_at || "?"}`;
+        select.append(el("option", { value: s.name, title, text: `${s.name}${revision}` }));
       }
       const wanted = new URLSearchParams(location.search).get("session") || localStorage.getItem("lotsman-session");
       if (wanted && sessions.some((s) => s.name === wanted)) select.value = wanted;
