@@ -12,6 +12,8 @@ from nodes.intent_routing.lexicon import (
     FILE_MARKER_PATTERNS,
     HTTP_METHODS,
     LOGIC_MARKERS,
+    POLICY_PATTERNS,
+    RELATION_VERBS,
 )
 from nodes.intent_routing.models import RouteAnchors
 from nodes.intent_routing.target_terms import TargetTermsAnalysis, classify_token
@@ -29,6 +31,10 @@ class MarkerSignals:
     logic_markers: tuple[str, ...] = ()
     domain_markers: tuple[str, ...] = ()
     endpoint_markers: tuple[str, ...] = ()
+    relation_markers: tuple[str, ...] = ()
+    """Relation phrases («кто вызывает», "which modules write"); only with a named target."""
+    policy_markers: tuple[str, ...] = ()
+    """Rule words («правила», "conventions", «нельзя»)."""
 
     def groups(self) -> tuple[str, ...]:
         """Names of the groups that fired, e.g. `("file_markers", "domain_markers")`."""
@@ -43,7 +49,28 @@ class AnchorAnalysis:
     markers: MarkerSignals
 
 
-def detect_markers(normalized_query: str) -> MarkerSignals:
+def relation_phrases(normalized_query: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Relation phrases of a query with the seed 003 relation fields each asks about, in query order."""
+    found = [(m.start(), m.group(0).lower(), predicates) for pattern, predicates in RELATION_VERBS
+             if (m := pattern.search(normalized_query))]
+    return [(phrase, predicates) for _, phrase, predicates in sorted(found)]
+
+
+def relation_predicates(normalized_query: str, has_target: bool) -> list[str]:
+    """The relation fields a question asks about (`["writes_db"]`), both ends of a pair (`calls_api`,
+    `called_by`); none without a named target (an endpoint, identifier or entity): "what uses less memory?"
+    names nothing the edges could hold."""
+    if not has_target:
+        return []
+    return list(dict.fromkeys(p for _, predicates in relation_phrases(normalized_query) for p in predicates))
+
+
+def policy_words(normalized_query: str) -> list[str]:
+    """Rule words of a query («правила», "conventions", «нельзя»), lower-cased, in pattern order."""
+    return list(dict.fromkeys(m.group(0).lower() for p in POLICY_PATTERNS if (m := p.search(normalized_query))))
+
+
+def detect_markers(normalized_query: str, *, has_target: bool = False) -> MarkerSignals:
     """Find marker signals: file markers are phrases, the other groups are (stemmed) words."""
     lowered = normalized_query.lower()
     words = words_of(lowered)
@@ -56,6 +83,8 @@ def detect_markers(normalized_query: str) -> MarkerSignals:
         logic_markers=LOGIC_MARKERS.first_hits(words),
         domain_markers=DOMAIN_MARKERS.first_hits(words),
         endpoint_markers=(*ENDPOINT_MARKERS.first_hits(words), *methods),
+        relation_markers=tuple(phrase for phrase, _ in relation_phrases(normalized_query)) if has_target else (),
+        policy_markers=tuple(policy_words(normalized_query)),
     )
 
 
@@ -83,6 +112,7 @@ def extract_anchors(
     endpoint_docs = [d for p in terms.endpoint_paths for d in (aliases.endpoint_docs(p) if aliases else [])]
     hints = dict.fromkeys([*terms.alias_docs, *endpoint_docs, *file_names])
     with_domain = next((m.entry for m in terms.alias_matches if m.entry.domain), None)
+    has_target = bool(terms.identifiers or terms.endpoint_paths or entity_names)
     anchors = RouteAnchors(
         entity_names=list(dict.fromkeys(entity_names)),
         file_names=list(dict.fromkeys(file_names)),
@@ -91,5 +121,7 @@ def extract_anchors(
         matched_aliases=list(terms.matched_aliases),
         process_domain=with_domain.domain if with_domain else None,
         process_subdomain=with_domain.subdomain if with_domain else None,
+        relation_predicates=relation_predicates(normalized_query, has_target),
+        policy_markers=policy_words(normalized_query),
     )
-    return AnchorAnalysis(anchors=anchors, markers=detect_markers(normalized_query))
+    return AnchorAnalysis(anchors=anchors, markers=detect_markers(normalized_query, has_target=has_target))

@@ -35,13 +35,18 @@ def general_markers(query: str) -> list[str]:
 def choose_fallback_route(features: QueryFeatures) -> tuple[Route, float, str]:
     """Pick the fallback route, its confidence and a short reason.
 
-    Rules (seed 002 §5): file markers → DOCS/DOC_EXPLAIN/FIND_FILES; general markers without file or
+    Rules (seed 002 §5): relation phrases with a named target → DOCS/DOC_EXPLAIN/SUMMARY (our addition);
+    file markers → DOCS/DOC_EXPLAIN/FIND_FILES; general markers without file or
     endpoint anchors → GENERAL (our addition); docs signals (endpoint paths,
     doc hints, aliases, entities, files, identifiers, any marker group) → DOCS/DOC_EXPLAIN/SUMMARY;
     otherwise GENERAL/GENERAL_QA/SUMMARY.
     """
     if not features.normalized_query:
         return GENERAL_QA, EMPTY_QUERY_CONFIDENCE, "empty query"
+    if features.markers.relation_markers:
+        # «какие модули пишут в rag_chunks?» reads like a file question, but the answer is the relation's
+        # other end, cited from its frontmatter line: an explanation, not a list of files.
+        return DOC_SUMMARY, DOCS_WITH_ANCHORS_CONFIDENCE, f"relation: {_show(features.markers.relation_markers)}"
     if features.markers.file_markers:
         return DOC_FIND_FILES, FIND_FILES_CONFIDENCE, f"file markers: {_show(features.markers.file_markers)}"
     general = general_markers(features.normalized_query)

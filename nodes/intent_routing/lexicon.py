@@ -167,3 +167,40 @@ FILE_MARKER_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 
 STOP_WORDS = (QUESTION_WORDS, INTENT_WORDS, FILLER_WORDS)
 MARKER_WORD_SETS = (ARCHITECTURE_MARKERS, LOGIC_MARKERS, DOMAIN_MARKERS, ENDPOINT_MARKERS, FILE_MARKER_WORDS)
+
+# Relation questions (seed 003 §5.1's relation fields): "who calls / uses / reads / writes / emits / consumes X".
+# The subject is who acts: «кто», "what", or "which/какие" + a word for a part of a system («какие модули
+# пишут», "which services read"), then the verb. «Какой статус-код использует RedirectResponse» asks for a
+# property, not a relation. Each verb names the seed's field pair it asks about; both ends answer.
+_AGENTS = (r"модул|сервис|компонент|систем|приложени|част|код|функци|класс|обработчик|задач|процесс|воркер"
+           r"|modules?|services?|components?|systems?|apps?|applications?|parts?|code|functions?|class(?:es)?"
+           r"|handlers?|consumers?|producers?|subscribers?|jobs?|tasks?|workers?|processes")
+_RELATION_SUBJECT = (rf"(?:\b(?:кто|who|что|what)|\b(?:как(?:ие|ой|ая|ое|их)|which|what)\s+(?:\w+\s+)?(?:{_AGENTS})\w*)"
+                     r"\s+(?:ещё\s+|еще\s+|else\s+)?")
+RELATION_VERBS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
+    (re.compile(_RELATION_SUBJECT + rf"(?:{verbs})\b", re.IGNORECASE), predicates)
+    for verbs, predicates in (
+        (r"вызыва\w*|дёрга\w*|дерга\w*|calls?|invokes?", ("calls_api", "called_by")),
+        (r"использу\w*|uses|depends\s+on|завис(?:ит|ят)\s+от", ("uses_logic", "used_by")),
+        (r"чита(?:ет|ют)|reads?|queries", ("reads_db",)),
+        (r"пиш(?:ет|ут)|записыва(?:ет|ют)|writes?(?:\s+to|\s+into)?|inserts?\s+into", ("writes_db",)),
+        (r"интегрир\w*|integrates?", ("integrates_with",)),
+        (r"публику(?:ет|ют)|отправля(?:ет|ют)|генериру(?:ет|ют)|emits?|publish(?:es)?|fires?", ("emits_events",)),
+        (r"потребля(?:ет|ют)|слуша(?:ет|ют)|подписан\w*|обрабатыва(?:ет|ют)\s+событи\w*|consumes?|subscribes?"
+         r"|listens?", ("consumes_events",)),
+    )
+)
+
+# Rule questions (seed 003's policy index): "what are the rules for X", «какие правила / соглашения», «нельзя ли»,
+# «обязательно ли», "must I". Not a bare «нельзя» (a fact of the text: «имя, которое нельзя записать») nor
+# "policy" (names components: "retrieval policy").
+POLICY_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"\bправил(?:о|а|ам|ах|ами)?\b",
+        r"\b(?:конвенци|соглашени|регламент)\w*",
+        r"\bнельзя\s+ли\b|\bобязательно\s+ли\b|\bобязан\w*\s+ли\b",
+        r"\b(?:rules?|conventions?|guidelines?)\b",
+        r"\bmust\s+(?:i|we|you|it|they)\b|\b(?:is|are)\s+(?:it\s+)?(?:allowed|forbidden|required)\b",
+    )
+)

@@ -1,4 +1,5 @@
-"""Route contract of seed 002 §2: `RouteResult` and `RouteAnchors` with exactly the seed's field names."""
+"""Route contract of seed 002 §2: `RouteResult` and `RouteAnchors` with the seed's field names (plus two anchors
+of ours that select the relation and policy layers)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,12 @@ class RouteAnchors(BaseModel):
     """Domain of the process the request is about, when an alias pins it down."""
     process_subdomain: str | None = None
     """Subdomain of that process, when known."""
+    relation_predicates: list[str] = Field(default_factory=list)
+    """Our addition: seed 003 relation fields the request asks about (`writes_db`; `calls_api` and
+    `called_by` together), when it names a target ("кто вызывает /internal/rag/retrieve?")."""
+    policy_markers: list[str] = Field(default_factory=list)
+    """Our addition: rule words of the request («правила», "conventions", «нельзя»): it asks for the project's
+    rules, which the policy layer holds."""
 
 
 class RouteResult(BaseModel):

@@ -3,6 +3,7 @@
 from nodes.retrieval_policy.code_plan import CodePlan, resolve_code_plan
 from nodes.retrieval_policy.policy import (
     AnchorSignal,
+    LayerProfile,
     PlanFilters,
     RetrievalPlan,
     RetrievalProfile,
@@ -13,6 +14,7 @@ from nodes.retrieval_policy.policy import (
 __all__ = [
     "AnchorSignal",
     "CodePlan",
+    "LayerProfile",
     "PlanFilters",
     "RetrievalPlan",
     "RetrievalProfile",

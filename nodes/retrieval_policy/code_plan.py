@@ -74,6 +74,40 @@ _NOT_IMPLEMENTATION = re.compile(
 _EXPLICIT_WORDS = re.compile(r"исходник|реализ|\bкод[еа]?\b|implement|source|codebase")
 
 
+# Questions about the program's entrypoints (seed 003 §5.2's C3 attributes): which routes need auth, what runs
+# on a schedule. The entrypoint rows answer them; a route noun alone ("маршрут", "endpoint") does not, nor
+# "Celery" or "task queue" (docs questions about an integration or a concept, on the dev splits).
+_ENTRY_NOUN = (r"(?:маршрут\w*|роут(?:ы|а|ов|ам|ах|е|ом)?|эндпоинт\w*|эндпойнт\w*|ручк\w*|обработчик\w*"
+               r"|routes?|endpoints?|handlers?)")
+_AUTH_WORD = r"(?:авториз|аутентиф|auth|login|логин|protected|защищ|secur|токен|token)\w*"
+_ENTRYPOINT_WORDS = re.compile(
+    rf"\b{_ENTRY_NOUN}\b.*?\b{_AUTH_WORD}|\b{_AUTH_WORD}.*?\b{_ENTRY_NOUN}\b"
+    r"|\bпо\s+расписанию\b|\bрасписани\w*|\bкрон\w*|\bcron\w*|\bon\s+a\s+schedule\b|\bscheduled\b"
+    r"|\bperiodic(?:ally)?\b|\bпериодическ\w*",
+    re.IGNORECASE,
+)
+
+
+# "Which endpoint takes HeroCreate?", «какой эндпоинт возвращает HeroRead?»: the route's row (its request and
+# response models) answers, not the model's own definition, which wins any look-up by name.
+_ENTRY_MODEL_QUESTION = re.compile(
+    rf"\b{_ENTRY_NOUN}\b.*?\b(?:takes?|accepts?|returns?|receives?|expects?|принима\w*|возвраща\w*|получа\w*"
+    r"|отда[её]т\w*)\b",
+    re.IGNORECASE,
+)
+ENTRY_ONLY_LAYERS: tuple[Layer, ...] = (Layer.C3_ENTRYPOINTS,)
+
+
+def entry_model_question(query: str) -> bool:
+    """Whether the request asks which route takes or returns something (answered by C3 rows alone)."""
+    return bool(_ENTRY_MODEL_QUESTION.search(query))
+
+
+def entrypoint_words(query: str) -> list[str]:
+    """Phrases asking about entrypoints' auth or schedules ("routes need auth", «по расписанию»), lower-cased."""
+    return dedupe(match.group(0).lower() for match in _ENTRYPOINT_WORDS.finditer(query))
+
+
 def implementation_words(query: str) -> list[str]:
     """Words that ask about implementation ("в коде", "реализован", "signature"), lower-cased."""
     text = _NOT_IMPLEMENTATION.sub(" ", query.lower())
@@ -170,8 +204,11 @@ def resolve_code_plan(route: RouteResult, symbols: Collection[str]) -> CodePlan 
         symbols: Lower-cased names of the session's symbol catalog, short and qualified.
 
     Returns:
-        A `CodePlan` when a catalogued identifier, a `.py` name or an implementation word occurs in
-        the request; `None` otherwise. A top-level package name (`fastapi`) alone is not enough.
+        A `CodePlan` when a catalogued identifier, a `.py` name, an implementation word or an entrypoint
+        question (auth of routes, schedules) occurs in the request; `None` otherwise. A relation question's
+        own nouns ("which modules") do not count; a question which route takes or returns a catalogued
+        name, or about routes' auth or schedules, searches the entrypoints alone. A top-level package
+        name (`fastapi`) alone is not enough.
     """
     query = route.normalized_query or route.user_query
     candidates = identifier_candidates(route)
@@ -181,11 +218,17 @@ def resolve_code_plan(route: RouteResult, symbols: Collection[str]) -> CodePlan 
     identifiers += [root for root in roots if root in called]
     roots = [root for root in roots if root not in called]
     files = python_file_names(query)
-    words = implementation_words(query)
+    words = [*implementation_words(query), *entrypoint_words(query)]
+    if route.anchors.relation_predicates:
+        # "which modules write to X": the nouns name who acts, the relation edges answer (not the code)
+        words = entrypoint_words(query)
     if not (identifiers or files or words):
         return None
+    entry_only = (identifiers and entry_model_question(query)) or entrypoint_words(query)
+    layers = ENTRY_ONLY_LAYERS if entry_only else CODE_PLAN_LAYERS
     # Package roots go last: as lexical terms they match nearly every file.
     terms = dedupe([*identifiers, *files, *_lexical_terms(candidates, roots), *roots])
-    return CodePlan(terms=terms[:MAX_CODE_TERMS], reason=_reason(identifiers, files, words),
+    return CodePlan(layers=[layer.value for layer in layers],
+                    terms=terms[:MAX_CODE_TERMS], reason=_reason(identifiers, files, words),
                     identifiers=identifiers[:MAX_CODE_TERMS],
                     explicit=bool(files or any(_EXPLICIT_WORDS.search(w) for w in words)))

@@ -36,6 +36,15 @@ class RetrievalProfile(StrEnum):
     DOCS_SUMMARY_GENERIC = "docs_summary_generic"
 
 
+class LayerProfile(StrEnum):
+    """Our profiles beside seed 000's (issue 30): a question whose answer one seed 003 layer holds."""
+
+    DOCS_RELATION_GRAPH = "docs_relation_graph"
+    """"who calls / writes / consumes X": the relation edges (frontmatter relation fields) first."""
+    DOCS_POLICY_RULES = "docs_policy_rules"
+    """"what are the rules for X": the policy layer first."""
+
+
 class PlanFilters(BaseModel):
     """The filters of a plan (seed 000 §9-10). `None` means "no such filter" (the seed's absent key), which
     differs from an empty list only for `path_prefixes`: no prefixes at all vs. nothing may match."""
@@ -66,7 +75,7 @@ class RetrievalPlan(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     profile: str
-    """One of the `RetrievalProfile` values."""
+    """One of the `RetrievalProfile` values (seed 000) or of ours, `LayerProfile`."""
     layers: list[str]
     """Index layers to search, in priority order (`Layer` values)."""
     limit: int
@@ -100,15 +109,16 @@ _SIGNAL_PROFILES: dict[AnchorSignal, RetrievalProfile] = {
 }
 
 # §8
-_D0, _D1, _D2, _D3, _D4, _D5 = (
+_D0, _D1, _D2, _D3, _D4, _D5, _D6 = (
     Layer.D0_DOC_CHUNKS,
     Layer.D1_DOCUMENT_CATALOG,
     Layer.D2_FACT_INDEX,
     Layer.D3_ENTITY_CATALOG,
     Layer.D4_WORKFLOW_INDEX,
     Layer.D5_RELATION_GRAPH,
+    Layer.D6_POLICY_INDEX,
 )
-_PROFILE_LAYERS: dict[RetrievalProfile, tuple[tuple[Layer, ...], int]] = {
+_PROFILE_LAYERS: dict[RetrievalProfile | LayerProfile, tuple[tuple[Layer, ...], int]] = {
     RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY: ((_D1, _D0), 8),
     RetrievalProfile.FILE_LOOKUP: ((_D1, _D3), 12),
     RetrievalProfile.DOCS_SUMMARY_API_ENDPOINT: ((_D1, _D2, _D0), 8),
@@ -116,6 +126,9 @@ _PROFILE_LAYERS: dict[RetrievalProfile, tuple[tuple[Layer, ...], int]] = {
     RetrievalProfile.DOCS_SUMMARY_DOMAIN_ENTITY: ((_D3, _D1, _D0), 8),
     RetrievalProfile.DOCS_SUMMARY_ARCHITECTURE: ((_D1, _D5, _D0), 8),
     RetrievalProfile.DOCS_SUMMARY_GENERIC: ((_D1, _D0), 8),
+    # ours (issue 30): the layer that holds the answer first, the card and the text behind it
+    LayerProfile.DOCS_RELATION_GRAPH: ((_D5, _D1, _D0), 8),
+    LayerProfile.DOCS_POLICY_RULES: ((_D6, _D1, _D0), 8),
 }
 
 # §9
@@ -245,6 +258,18 @@ class _RouteFilterBuilder:
         filters["prefer_like_patterns"] = self._collector.patterns(route)
         return filters
 
+    def relation_filters(self, route: RouteResult) -> dict[str, Any]:
+        """Summary filters without hard filters (the API signal's prefixes, the alias's domain) and without
+        doc hints: the edge that answers "who calls /x" lives in the caller's card, wherever and in whichever
+        domain the caller is documented, while the hints point at the target's own page."""
+        filters = self.summary_filters(route)
+        # the other end of a relation lives in another card, often of another domain: no hard filters
+        for hard in ("path_prefixes", "metadata.domain", "metadata.subdomain"):
+            filters.pop(hard, None)
+        filters["target_doc_hints"] = []
+        filters["prefer_like_patterns"] = _RELATION_COLLECTOR.patterns(route)
+        return filters
+
     def find_files_filters(self, route: RouteResult) -> dict[str, Any]:
         path_prefixes = self._find_files_prefixes(route)
         filters: dict[str, Any] = {"target_doc_hints": list(route.anchors.target_doc_hints)}
@@ -281,6 +306,15 @@ class _RouteFilterBuilder:
         return dedupe([*path_prefixes, *_DOMAIN_PREFER_PREFIXES])
 
 
+class _RelationTermCollector(_AnchorTermCollector):
+    """A relation plan's preferred paths: the named target's words, not the hinted page's name."""
+
+    def terms(self, route: RouteResult) -> list[str]:
+        return super().terms(route.model_copy(update={"anchors": route.anchors.model_copy(
+            update={"target_doc_hints": []})}))
+
+
+_RELATION_COLLECTOR = _RelationTermCollector()
 _FILTERS = _RouteFilterBuilder(_AnchorTermCollector())
 
 
@@ -292,7 +326,7 @@ def _summary_profile(route: RouteResult) -> RetrievalProfile:
     return _SIGNAL_PROFILES[signal]
 
 
-def _plan(profile: RetrievalProfile, filters: dict[str, Any]) -> RetrievalPlan:
+def _plan(profile: RetrievalProfile | LayerProfile, filters: dict[str, Any]) -> RetrievalPlan:
     layers, limit = _PROFILE_LAYERS[profile]
     return RetrievalPlan(profile=profile.value, layers=[layer.value for layer in layers], limit=limit,
                          filters=PlanFilters.model_validate(filters))
@@ -305,10 +339,16 @@ def resolve_plan(route: RouteResult) -> RetrievalPlan:
         route: The router's result; `target_terms` take no part in the decision (§3, §12).
 
     Returns:
-        Exactly one valid plan: GENERAL_QA → general, FIND_FILES → file lookup, else a summary profile.
+        Exactly one valid plan: GENERAL_QA → general; a relation question (our addition) → the relation
+        graph, whichever subintent; FIND_FILES → file lookup; a rules question (ours) → the policy layer;
+        else a summary profile.
     """
     if route.intent == Intent.GENERAL_QA:
         return _plan(RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY, _FILTERS.general_filters(route))
+    if route.anchors.relation_predicates:
+        return _plan(LayerProfile.DOCS_RELATION_GRAPH, _FILTERS.relation_filters(route))
     if route.subintent == Subintent.FIND_FILES:
         return _plan(RetrievalProfile.FILE_LOOKUP, _FILTERS.find_files_filters(route))
+    if route.anchors.policy_markers:
+        return _plan(LayerProfile.DOCS_POLICY_RULES, _FILTERS.summary_filters(route))
     return _plan(_summary_profile(route), _FILTERS.summary_filters(route))

@@ -15,7 +15,7 @@ from stores.indexing.docs.workflows import workflow_records
 from stores.indexing.files import normalize_newlines
 from stores.indexing.records import PipelineResult
 
-DOCS_PIPELINE_VERSION = "docs-3"
+DOCS_PIPELINE_VERSION = "docs-10"
 """Part of the parse cache key: bump whenever the rows produced for the same text change."""
 
 MAX_CATALOG_ENTITIES = 15

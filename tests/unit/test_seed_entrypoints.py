@@ -135,7 +135,7 @@ def test_fastapi_route_rows_carry_models_and_auth() -> None:
     create = rows["POST /heroes"]
     assert create.metadata["request_model"] == ["HeroCreate"] and create.metadata["response_model"] == "HeroRead"
     assert create.metadata["http.auth"] == ["get_current_user"]
-    assert "request_model: HeroCreate" in create.content and "http.auth: get_current_user" in create.content
+    assert "эндпоинт принимает): HeroCreate" in create.content and "авторизации): get_current_user" in create.content
     assert rows["DELETE /heroes/{hero_id}"].metadata["http.auth"] == ["get_current_user"]
     assert "http.auth" not in rows["GET /heroes/{hero_id}"].metadata  # open to anonymous clients
 
@@ -153,7 +153,7 @@ def test_task_and_schedule_rows() -> None:
 def test_click_command_args_schema() -> None:
     command = _c3("app/cli.py")["cli import-heroes"]
     assert [p["name"] for p in command.metadata["cli.args_schema"]] == ["source", "--batch-size", "--dry-run"]
-    assert "--dry-run (flag)" in command.content
+    assert "--dry-run (flag)" in command.content and "options (опции)" in command.content
 
 
 def test_argparse_subcommand_and_program_options() -> None:

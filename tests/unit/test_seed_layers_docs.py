@@ -11,6 +11,7 @@ from stores.indexing.docs.markdown import parse_markdown
 from stores.indexing.docs.module_fields import (
     card_values,
     edge_content,
+    edge_embed_text,
     edge_title,
     relation_values,
     value_line,
@@ -67,9 +68,11 @@ def test_value_line(key: str, value: str, line: int) -> None:
 
 def test_edge_text_names_both_ends_and_the_relation() -> None:
     assert edge_content("agent.chat", "Чат агента", "calls_api", "/internal/rag/retrieve") == (
-        "agent.chat (Чат агента) calls_api: /internal/rag/retrieve")
-    assert "вызывает" in edge_title("agent.chat", "calls_api", "/x")
-    assert "пишут" in edge_title("m", "writes_db", "t") and "потребляет" in edge_title("m", "consumes_events", "e")
+        "agent.chat (Чат агента) calls (вызывает) /internal/rag/retrieve")
+    assert edge_title("agent.chat", "calls_api", "/x").startswith("agent.chat calls_api /x (call calls вызывает")
+    assert "пишут" in edge_title("m", "writes_db", "t")
+    assert "пишут" in edge_embed_text("m", "M", "writes_db", "t")
+    assert "потребляет" in edge_embed_text("m", "M", "consumes_events", "e")
 
 
 def _rows(path: str, layer: Layer) -> list:

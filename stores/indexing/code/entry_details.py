@@ -36,8 +36,12 @@ SCHEDULE_TRIGGERS = frozenset({"cron", "interval", "date"})
 """APScheduler trigger names (`add_job(f, "cron", hour=3)`, `@scheduled_job("interval", minutes=15)`)."""
 CRON_DECORATORS = frozenset({"crontab", "cron", "periodic_task", "scheduled"})
 """Decorators that run a function on a schedule (aiocron, celery's old periodic_task, spring-like libs)."""
-AUTH_GLOSS = "auth required, требует авторизации"
-SCHEDULE_GLOSS = "runs on a schedule, по расписанию"
+AUTH_GLOSS = "the route needs auth (маршрут требует авторизации)"
+TAKES_GLOSS = "the endpoint takes (эндпоинт принимает)"
+RETURNS_GLOSS = "returns (возвращает)"
+"""Glosses in the row's text: a question asks in its own words ("which endpoint takes X", «какой эндпоинт
+принимает X»), and the row's lexical match and the gate's key-term coverage count those words."""
+SCHEDULE_GLOSS = "runs on a schedule (по расписанию)"
 
 
 @dataclass(slots=True)
@@ -60,11 +64,11 @@ class HttpDetails:
     def lines(self) -> list[str]:
         out = []
         if self.request_model or self.response_model:
-            models = [f"request_model: {', '.join(self.request_model)}" if self.request_model else "",
-                      f"response_model: {self.response_model}" if self.response_model else ""]
+            models = [f"request_model — {TAKES_GLOSS}: {', '.join(self.request_model)}" if self.request_model else "",
+                      f"response_model — {RETURNS_GLOSS}: {self.response_model}" if self.response_model else ""]
             out.append(" · ".join(m for m in models if m))
         if self.auth:
-            out.append(f"http.auth: {', '.join(self.auth)} ({AUTH_GLOSS})")
+            out.append(f"http.auth — {AUTH_GLOSS}: {', '.join(self.auth)}")
         return out
 
 
@@ -185,7 +189,7 @@ class TaskInfo:
 
     def lines(self) -> list[str]:
         return [line for line in (f"task.queue: {self.queue}" if self.queue else "",
-                                  f"task.cron: {self.cron} ({SCHEDULE_GLOSS})" if self.cron else "") if line]
+                                  f"task.cron — {SCHEDULE_GLOSS}: {self.cron}" if self.cron else "") if line]
 
 
 def _trigger_text(call: ast.Call, skip: int) -> str | None:
@@ -319,5 +323,5 @@ def _click_param(decorator: ast.Call) -> CliParam | None:
 
 
 def args_schema_line(params: list[CliParam]) -> str:
-    """`cli.args_schema: SOURCE; --batch-size int (default 100) — Rows per transaction.; --dry-run (flag)`."""
-    return f"cli.args_schema: {'; '.join(p.text() for p in params)}" if params else ""
+    """`cli.args_schema — options (опции): SOURCE; --batch-size int (default 100) — Rows per transaction.; ...`."""
+    return f"cli.args_schema — options (опции): {'; '.join(p.text() for p in params)}" if params else ""

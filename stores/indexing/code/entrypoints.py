@@ -145,10 +145,12 @@ def entrypoint_records(
             "line_start": entry.evidence_start,
             "line_end": entry.evidence_end,
         } | entry.extra
+        # A row with seed 003 attributes spans its declaration (`evidence.start_line/end_line`): its own text
+        # (models, auth, schedule, options) is the answer, and a one-line row is quoted as it is, where a
+        # definition-wide row is quoted through the handler's code, which names none of them.
+        span = (entry.evidence_start, entry.evidence_end) if entry.details else (entry.start, entry.end)
         records.append(
-            ChunkRecord(
-                Layer.C3_ENTRYPOINTS, context.path, title, content, entry.start, entry.end, metadata, False
-            )
+            ChunkRecord(Layer.C3_ENTRYPOINTS, context.path, title, content, *span, metadata, False)
         )
         if entry.entry_type == "http":
             facts += [_endpoint_fact(context, entry, method) for method in entry.methods]

@@ -24,23 +24,28 @@ class RelationField:
     """What the values name: `api`, `module`, `table`, `system`, `event`."""
     label: str
     """The card line's label (`Writes DB`)."""
+    phrase: str
+    """How the edge's line reads the relation, English and Russian (`writes to (пишет в)`)."""
     gloss: str
-    """Words a question about this relation uses, English and Russian (matched lexically)."""
+    """More words a question about this relation uses (in the edge's title and vector)."""
 
 
 RELATION_FIELDS: tuple[RelationField, ...] = (
-    RelationField("calls_api", "api", "Calls API", "calls вызывает вызывают вызов"),
-    RelationField("called_by", "module", "Called by", "called by вызывается вызывает вызывают"),
-    RelationField("uses_logic", "module", "Uses logic", "uses использует используют"),
-    RelationField("used_by", "module", "Used by", "used by используется использует используют"),
-    RelationField("reads_db", "table", "Reads DB", "reads table читает читают чтение таблица"),
-    RelationField("writes_db", "table", "Writes DB", "writes table пишет пишут записывает записывают запись"
-                                                    " таблица"),
-    RelationField("integrates_with", "system", "Integrates with", "integrates интегрируется интеграция"),
-    RelationField("emits_events", "event", "Emits events", "emits publishes event публикует отправляет"
-                                                          " событие"),
-    RelationField("consumes_events", "event", "Consumes events", "consumes subscribes event потребляет"
-                                                                " потребляют слушает событие"),
+    RelationField("calls_api", "api", "Calls API", "calls (вызывает)", "call calls вызывает вызывают вызов"),
+    RelationField("called_by", "module", "Called by", "is called by (вызывается из)",
+                  "call calls called by вызывается вызывает вызывают"),
+    RelationField("uses_logic", "module", "Uses logic", "uses (использует)", "use uses использует используют"),
+    RelationField("used_by", "module", "Used by", "is used by (используется в)",
+                  "use uses used by используется использует используют"),
+    RelationField("reads_db", "table", "Reads DB", "reads (читает)", "read reads table читает читают чтение таблица"),
+    RelationField("writes_db", "table", "Writes DB", "writes to (пишет в)",
+                  "write writes table пишет пишут записывает записывают запись таблица"),
+    RelationField("integrates_with", "system", "Integrates with", "integrates with (интегрируется с)",
+                  "integrate integrates интегрируется интеграция"),
+    RelationField("emits_events", "event", "Emits events", "emits (публикует)",
+                  "emit emits publish publishes event публикует отправляет событие"),
+    RelationField("consumes_events", "event", "Consumes events", "consumes (потребляет)",
+                  "consume consumes subscribe subscribes event потребляет потребляют слушает событие"),
 )
 """Seed 003 §5.1's relation fields in the seed's order."""
 
@@ -115,11 +120,17 @@ def card_lines(relations: dict[str, list[str]], extra: dict[str, Any]) -> list[s
 
 
 def edge_content(src: str, src_title: str, relation: str, dst: str) -> str:
-    """An edge as a line the answer can quote: `agent.chat (Чат агента) calls_api: /internal/rag/retrieve`."""
+    """An edge as a line the answer can quote: `agent.chat (Чат агента) calls (вызывает) /internal/rag/retrieve`."""
     who = f"{src} ({src_title})" if src_title and src_title != src else src
-    return f"{who} {relation}: {dst}"
+    return f"{who} {_BY_NAME[relation].phrase} {dst}"
 
 
 def edge_title(src: str, relation: str, dst: str) -> str:
-    """The edge's title: both ends and the relation's gloss, so a question's own verb finds it lexically."""
-    return f"{src} → {dst} ({_BY_NAME[relation].gloss})"
+    """The edge's title: both ends, the seed's field name and the words questions about it use (a title is
+    weighted highest in the lexical index, so «кто пишут», "who emit" find the edge in their own words)."""
+    return f"{src} {relation} {dst} ({_BY_NAME[relation].gloss})"
+
+
+def edge_embed_text(src: str, src_title: str, relation: str, dst: str) -> str:
+    """What the edge's vector stands for: its line plus the words questions about the relation use."""
+    return f"{edge_content(src, src_title, relation, dst)}\n{relation}: {_BY_NAME[relation].gloss}"

@@ -15,6 +15,7 @@ from stores.indexing.docs.module_fields import (
     INVERSE_RELATIONS,
     RELATION_NAMES,
     edge_content,
+    edge_embed_text,
     edge_title,
     relation_field,
     relation_values,
@@ -79,7 +80,7 @@ def find_edges(doc: MarkdownDoc, profile: DocProfile, entities: list[Entity],
 
 def relation_records(doc: MarkdownDoc, profile: DocProfile, entities: list[Entity],
                      frontmatter: dict[str, Any] | None = None) -> list[ChunkRecord]:
-    """Build the D5 rows of a document (not embedded; the graph is walked, not searched semantically).
+    """Build the D5 rows of a document (only relation-field edges are embedded).
 
     Args:
         doc: The parsed markdown file.
@@ -116,7 +117,11 @@ def relation_records(doc: MarkdownDoc, profile: DocProfile, entities: list[Entit
                 span_start=edge.line,
                 span_end=edge.line,
                 metadata=metadata,
-                embed=False,
+                # relation-field edges are embedded (a question names the relation in its own words, and
+                # the edge is the answer); the others are walked, not searched semantically
+                embed=edge.edge_type in RELATION_NAMES,
+                embed_text=edge_embed_text(edge.src, profile.title, edge.edge_type, edge.dst)
+                if edge.edge_type in RELATION_NAMES else None,
             )
         )
     return records
