@@ -1,9 +1,10 @@
 """`python -m evals.bench` (`make bench`): every performance figure of the issues, in one run.
 
-Sections (all by default, in this order): embedders, hnsw, index, retrieval, ask. The benchmark starts its
-OWN embedded PostgreSQL in a temp folder and stops and removes it at the end, also on errors and Ctrl-C:
-it never touches the user's `.data` or `DATABASE_URL`. Figures are printed as they come and written to
-`out/bench.json` (rewritten after every section, so a failure keeps what was measured).
+Sections (all by default, in this order): embedders, hnsw, index, retrieval, ask, stdlib, scale, clients,
+cold. The benchmark starts its OWN embedded PostgreSQL in a temp folder and stops and removes it at the end,
+also on errors and Ctrl-C: it never touches the user's `.data` or `DATABASE_URL`. Figures are printed as
+they come and written to `out/bench.json` (rewritten after every section, so a failure keeps what was
+measured).
 Benchmarks print numbers; targets are shown next to them, nothing here passes or fails.
 """
 
@@ -38,7 +39,7 @@ from evals.bench.common import (  # noqa: E402
     load_average,
 )
 
-SECTIONS = ("embedders", "hnsw", "index", "retrieval", "ask", "stdlib", "scale", "clients")
+SECTIONS = ("embedders", "hnsw", "index", "retrieval", "ask", "stdlib", "scale", "clients", "cold")
 
 
 @dataclass
@@ -99,6 +100,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="stdlib: embed every N-th text for the pure-embedding denominator (scaled up, 'est.')")
     p.add_argument("--scale-1m", action="store_true",
                    help="scale: also replicate to 1M rows (HNSW build of ~400k vectors: long on 2 cores)")
+    p.add_argument("--cold-before", metavar="REF",
+                   help="cold: also time this commit's code (git archive), interleaved with this checkout's")
     p.add_argument("--out", default=str(PROJECT_ROOT / "out" / "bench.json"), help="JSON output file")
     p.add_argument("--traceback", action="store_true", help="print tracebacks of failures")
     args = p.parse_args(argv)
@@ -142,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                f"{os.cpu_count()} CPUs, load average {load_average()} (shared machine: figures are noisy)")
     failed = False
     try:
-        if any(s in opts.sections for s in ("index", "retrieval", "ask")):
+        if any(s in opts.sections for s in ("index", "retrieval", "ask", "cold")):
             corpus_dir()  # fail early, with one line, when the corpus can't be assembled
         with embedded_server() as (url, base):
             from stores.database import Database

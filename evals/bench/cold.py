@@ -1,0 +1,178 @@
+"""Section `cold`: a question in a fresh process (issue 26.4) — what a CLI user pays on every `lotsman ask`.
+
+- `lotsman ask` wall time: N fresh `python -m graph.cli ask QUESTION --session S` processes, one after the
+  other, each question of `texts.QUESTIONS` in turn; one unmeasured run first (it also prepares the USE model
+  under the data folder, as a user's first `ask` or `index` does). Targets: p50 ≤ 0.8 s on fastapi-ru,
+  ≤ 1.0 s on the standard library (measured when the `stdlib` section indexed it in this run).
+- the first question of a fresh server process, inside the graph: a process imports the deployed graph
+  (`graph.app`, as `langgraph dev` does) and answers one question; the sum of its nodes' `timings_ms`
+  (target ≤ 300 ms) and the `ainvoke` wall time.
+- before → after from one run: `--cold-before REF` exports that commit (`git archive`) and times its code the
+  same way on the same database, runs interleaved (before, after, before, …) so machine load hits both alike.
+
+Standalone, on your own database and sessions (the environment's `DATABASE_URL` / `LOTSMAN_DATA_DIR`):
+    python -m evals.bench.cold --session fastapi-ru [--session stdlib] [--runs 9] [--before REF]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from evals.bench.common import PROJECT_ROOT, BenchError, Report, fmt_lat, load_average, summary, verdict
+from evals.bench.texts import QUESTIONS
+
+RUNS = 9
+ASK_TARGETS_MS = {"fastapi": 800.0, "stdlib": 1000.0}
+SERVER_FIRST_TARGET_MS = 300.0
+STDLIB_SESSION = "stdlib-use"
+
+_FIRST_QUESTION = """
+import asyncio, json, sys, time
+from langchain_core.messages import HumanMessage
+from graph.app import graph
+from graph.context import Context
+t0 = time.perf_counter()
+out = asyncio.run(graph.ainvoke({"messages": [HumanMessage(sys.argv[2])]},
+                                context=Context(rag_session_id=sys.argv[1], use_llm=False)))
+print(json.dumps({"wall_ms": (time.perf_counter() - t0) * 1000, "nodes": out.get("timings_ms", {})}))
+"""
+
+
+def run(report: Report, ctx: Any) -> dict[str, Any]:
+    out = report.section("cold", "cold: `lotsman ask` in a fresh process, and a fresh server's first question")
+    sessions = [(ctx.use_session().name, "fastapi")]
+    with ctx.db.connection() as conn:
+        from stores.sessions import find_session
+
+        if find_session(conn, STDLIB_SESSION) is not None:
+            sessions.append((STDLIB_SESSION, "stdlib"))
+    env = _env(DATABASE_URL=ctx.url, LOTSMAN_DATA_DIR=str(ctx.base / "cold-data"))
+    runs = 3 if ctx.opts.quick else RUNS
+    with _code_trees(getattr(ctx.opts, "cold_before", None)) as trees:
+        for session, kind in sessions:
+            out[kind] = measure(report, env, session, kind, trees, runs)
+    return out
+
+
+def measure(report: Report, env: dict[str, str], session: str, kind: str, trees: dict[str, Path],
+            runs: int) -> dict[str, Any]:
+    """Both figures for one session and every code tree (`after` = this checkout, `before` = an export)."""
+    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(runs)]
+    result: dict[str, Any] = {"session": session, "runs": runs, "load_avg_start": load_average()}
+    for tree in trees.values():  # unmeasured: page cache, the prepared model, the session's artifacts
+        _ask(tree, env, session, questions[0])
+        _first_question(tree, env, session, questions[0])
+    walls: dict[str, list[float]] = {name: [] for name in trees}
+    inside: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    for q in questions:
+        for name, tree in trees.items():  # interleaved: load on the shared machine hits every tree alike
+            walls[name].append(_ask(tree, env, session, q))
+            inside[name].append(_first_question(tree, env, session, q))
+    target = ASK_TARGETS_MS.get(kind)
+    for name in trees:
+        ask = summary(walls[name])
+        graph_ms = summary([sum(r["nodes"].values()) for r in inside[name]])
+        result[name] = {"ask_wall_ms": ask, "server_first_graph_ms": graph_ms,
+                        "server_first_ainvoke_ms": summary([r["wall_ms"] for r in inside[name]]),
+                        "server_first_nodes_p50_ms": _node_p50(inside[name])}
+        report.say(f"  {kind:<8} {name:<6} lotsman ask wall      {fmt_lat(ask)}  target ≤ {target:.0f} ms: "
+                   f"{verdict(ask['p50'] <= target if target else None)}")
+        report.say(f"  {kind:<8} {name:<6} server's 1st question {fmt_lat(graph_ms)} inside the graph  target ≤ "
+                   f"{SERVER_FIRST_TARGET_MS:.0f} ms: {verdict(graph_ms['p50'] <= SERVER_FIRST_TARGET_MS)}")
+    result["load_avg_end"] = load_average()
+    return result
+
+
+def _node_p50(rows: list[dict[str, Any]]) -> dict[str, float]:
+    names = {n for r in rows for n in r["nodes"]}
+    return {n: summary([r["nodes"][n] for r in rows if n in r["nodes"]])["p50"] for n in sorted(names)}
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "LOTSMAN_DEBUG", "PYTHONPATH")}
+    env.update(LANGSMITH_TRACING="false", PYTHONWARNINGS="ignore", **extra)
+    return env
+
+
+def _user_env() -> dict[str, str]:
+    """The caller's database for every tree: its `DATABASE_URL`, or its data folder named explicitly (an
+    exported tree's default data folder would be inside the export)."""
+    from graph.settings import get_settings
+
+    settings = get_settings()
+    extra = {"DATABASE_URL": settings.database_url} if settings.database_url else {}
+    return _env(LOTSMAN_DATA_DIR=str(settings.data_dir), **extra)
+
+
+def _ask(tree: Path, env: dict[str, str], session: str, question: str) -> float:
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "graph.cli", "ask", question, "--session", session],
+                          cwd=tree, env={**env, "PYTHONPATH": str(tree)}, capture_output=True, text=True, timeout=300)
+    wall = (time.perf_counter() - t0) * 1000
+    if done.returncode != 0:
+        raise BenchError(f"lotsman ask failed in {tree}: {done.stderr.strip()[:300]}")
+    return wall
+
+
+def _first_question(tree: Path, env: dict[str, str], session: str, question: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-c", _FIRST_QUESTION, session, question], cwd=tree,
+                          env={**env, "PYTHONPATH": str(tree)}, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise BenchError(f"the server's first question failed in {tree}: {done.stderr.strip()[-300:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+@contextmanager
+def _code_trees(before: str | None) -> Iterator[dict[str, Path]]:
+    """`{"before": export of REF, "after": this checkout}` (only `after` without REF)."""
+    if not before:
+        yield {"after": PROJECT_ROOT}
+        return
+    folder = Path(tempfile.mkdtemp(prefix="lotsman-cold-before-"))
+    try:
+        archive = subprocess.run(["git", "-C", str(PROJECT_ROOT), "archive", before], capture_output=True)
+        if archive.returncode != 0:
+            raise BenchError(f"git archive {before}: {archive.stderr.decode(errors='replace').strip()}")
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+        yield {"before": folder, "after": PROJECT_ROOT}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m evals.bench.cold", description=__doc__.splitlines()[0])
+    p.add_argument("--session", action="append", required=True, help="an indexed session (repeatable)")
+    p.add_argument("--runs", type=int, default=RUNS)
+    p.add_argument("--before", help="a commit whose code is timed too, interleaved (before → after)")
+    p.add_argument("--out", help="write the figures as JSON here")
+    args = p.parse_args(argv)
+    report = Report(Path(args.out) if args.out else Path(tempfile.gettempdir()) / "lotsman-cold.json")
+    report.say(f"cold ask, {os.cpu_count()} CPUs, load average {load_average()}")
+    figures: dict[str, Any] = {}
+    try:
+        with _code_trees(args.before) as trees:
+            for session in args.session:
+                kind = "stdlib" if "stdlib" in session else "fastapi" if "fastapi" in session else session
+                figures[session] = measure(report, _user_env(), session, kind, trees, args.runs)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    report.data = {"cold": figures}
+    if args.out:
+        report.save()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
