@@ -1,4 +1,4 @@
-"""The page's pure JavaScript helpers (graph/web_static/app.js), run by node when it is installed.
+"""The page's pure JavaScript helpers (graph/web_static/app.js), run by the node that Playwright ships.
 
 The browser test (tests/e2e/test_web_page.py) drives the whole page; these cases pin the edge cases of
 citation linking and Markdown blocks that one real answer does not reach.
@@ -15,9 +15,24 @@ from typing import Any
 import pytest
 
 APP_JS = Path(__file__).resolve().parents[2] / "graph" / "web_static" / "app.js"
-NODE = shutil.which("node") or shutil.which("nodejs")
 
-pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed (the browser test covers the page)")
+
+def _node() -> str | None:
+    """The node binary Playwright ships (a pinned dependency), else one on PATH."""
+    try:
+        import playwright
+    except ImportError:
+        bundled = None
+    else:
+        bundled = Path(playwright.__file__).parent / "driver" / "node"
+    if bundled is not None and bundled.is_file():
+        return str(bundled)
+    return shutil.which("node") or shutil.which("nodejs")
+
+
+NODE = _node()
+
+pytestmark = pytest.mark.skipif(NODE is None, reason="no node: neither Playwright's nor one on PATH")
 
 
 def call(function: str, *args: Any) -> Any:
