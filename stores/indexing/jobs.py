@@ -87,11 +87,20 @@ def complete_job(conn: psycopg.Connection, job_id: str, *, counts: dict, skipped
         tree: what the index now holds was read from (`stat_tree` entries with blob shas, or a git commit),
             kept in `counts` under `tree`: the next job compares against it (`last_tree`).
     """
-    conn.execute(
+    row = conn.execute(
         "UPDATE rag_index_jobs SET status = 'done', counts = %s, skipped = %s, error = NULL, finished_at = now() "
-        "WHERE job_id = %s",
+        "WHERE job_id = %s RETURNING rag_session_id",
         (Jsonb({**counts, "tree": tree} if tree is not None else counts), Jsonb(skipped), job_id),
-    )
+    ).fetchone()
+    if row is not None:
+        _forget_older_trees(conn, row[0], job_id)
+
+
+def _forget_older_trees(conn: psycopg.Connection, session_id: str, job_id: str) -> None:
+    """Only the last job's tree is ever read: older ones are dropped (a tree is ~100 bytes a file, and a
+    watched folder records one per run)."""
+    conn.execute("UPDATE rag_index_jobs SET counts = counts - 'tree' WHERE rag_session_id = %s AND job_id <> %s "
+                 "AND counts ? 'tree'", (session_id, job_id))
 
 
 def record_counts(conn: psycopg.Connection, job_id: str, counts: dict) -> None:
@@ -132,6 +141,7 @@ def record_noop(conn: psycopg.Connection, session_id: str, *, counts: dict, skip
             "INSERT INTO rag_index_jobs (job_id, rag_session_id, kind, status, counts, skipped, finished_at) "
             "VALUES (%s, %s, 'changes', 'done', %s, %s, now())",
             (job_id, session_id, Jsonb({**counts, "tree": tree}), Jsonb(skipped)))
+        _forget_older_trees(conn, session_id, job_id)
     return job_id
 
 

@@ -216,10 +216,11 @@ def test_unchanged_folder_is_a_noop_before_any_parse(tmp_path: Path, names: list
     assert code == 0 and "nothing changed since the last index job" in out
 
     with db.connection() as conn:
-        jobs = conn.execute("SELECT count(*) FILTER (WHERE (counts->>'noop')::boolean), count(*) "
+        jobs = conn.execute("SELECT count(*) FILTER (WHERE (counts->>'noop')::boolean), count(*), "
+                            "count(*) FILTER (WHERE counts ? 'tree') "
                             "FROM rag_index_jobs WHERE rag_session_id = %s AND status = 'done'",
                             (get_session(conn, name).rag_session_id,)).fetchone()
-    assert jobs == (3, 6)  # three no-ops among six jobs, each recorded
+    assert jobs == (3, 6, 1)  # three no-ops among six jobs, each recorded; only the last one keeps its tree
 
 
 @pytest.mark.usefixtures("cli_on_test_db")
