@@ -190,15 +190,22 @@ def error_status(exc: LotsmanError) -> int:
 
 
 def session_summary(row: Mapping[str, Any]) -> dict[str, Any]:
-    """What the picker shows of a session (`stores.sessions.list_sessions` row): never server paths."""
+    """What the picker shows of a session (`stores.sessions.list_sessions` row): never server paths.
+
+    `revision` is `REF @ SHORT_SHA` for a session indexed from a git revision (`lotsman index PATH --ref REF`),
+    None for one indexed from a folder.
+    """
     updated = row.get("updated_at")
-    revision = row.get("commit_sha") or row.get("git_ref")
+    ref, commit = row.get("git_ref"), row.get("commit_sha")
+    revision = (f"{ref} @ {commit[:12]}" if ref else commit[:12]) if commit else None
     return {
         "name": row["name"],
         "rows": int(row.get("rows") or 0),
         "embedder": row.get("embedder"),
         "updated_at": updated.isoformat() if isinstance(updated, datetime) else updated,
-        "revision": revision or None,
+        "git_ref": ref,
+        "commit": commit,
+        "revision": revision,
     }
 
 

@@ -146,7 +146,7 @@ if (typeof document !== "undefined") {
   const apiRoot = location.pathname.slice(0, Math.max(0, location.pathname.lastIndexOf(PAGE)));
   const pageRoot = apiRoot + PAGE;
   const $ = (id) => document.getElementById(id);
-  const state = { session: "", threadId: null, busy: false, turns: 0 };
+  const state = { session: "", threadId: null, busy: false, turns: 0, sessionInfo: new Map() };
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -225,7 +225,8 @@ if (typeof document !== "undefined") {
         return;
       }
       for (const s of sessions) {
-        const revision = s.revision ? ` @ ${String(s.revision).slice(0, 10)}` : "";
+        state.sessionInfo.set(s.name, s);
+        const revision = s.revision ? ` (${s.revision})` : "";
         const title = `записей в индексе: ${s.rows}; embedder ${s.embedder}; обновлена ${s.updated_at || "?"}`;
         select.append(el("option", { value: s.name, title, text: `${s.name}${revision}` }));
       }
@@ -344,6 +345,8 @@ if (typeof document !== "undefined") {
     }
     const meta = [];
     if (values.abstained === true) meta.push("в индексе нет ответа на этот вопрос");
+    const info = state.sessionInfo.get(state.session);
+    if (info && info.revision) meta.push(`индекс ревизии ${info.revision}`);
     if (values.answer_mode === "offline") meta.push("ответ собран из найденных фрагментов, без LLM");
     if (meta.length) view.answer.append(el("div", { class: "meta", text: meta.join(" · ") }));
     view.answer.append(voteBar(question, answer, citations, run.runId));

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from starlette.applications import Starlette
@@ -87,3 +89,33 @@ def test_vote_on_unknown_session_is_404(client: TestClient, db) -> None:
     res = client.post("/lotsman/api/feedback", json={"session": "never-indexed-web", "score": 1, "question": "q"})
     assert res.status_code == 404 and res.json()["error"].startswith("no session 'never-indexed-web'")
 
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+                               "GIT_COMMITTER_EMAIL": "t@example.com", "PATH": "/usr/bin:/bin"}).stdout.strip()
+
+
+def test_a_session_indexed_from_a_git_revision_names_it(client: TestClient, db,
+                                                        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The picker shows the revision a session was indexed from, and a read says which commit it came from."""
+    from stores.embedders import make_embedder
+    from stores.indexing.service import index_repository
+
+    repo = tmp_path_factory.mktemp("web-git")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "widget.md").write_text(DOC, encoding="utf-8")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "docs")
+    git(repo, "tag", "v1")
+    sha = git(repo, "rev-parse", "HEAD")
+    name = f"web-git-{sha[:6]}"
+    index_repository(db, repo, session_name=name, embedder=make_embedder("fake"), ref="v1")
+
+    listed = next(s for s in client.get("/lotsman/api/sessions").json()["sessions"] if s["name"] == name)
+    assert (listed["git_ref"], listed["commit"], listed["revision"]) == ("v1", sha, f"v1 @ {sha[:12]}")
+    read = client.get("/lotsman/api/read", params={"session": name, "path": "docs/widget.md", "start_line": 1,
+                                                   "end_line": 1}).json()
+    assert read["commit"] == sha and read["lines"] == [{"number": 1, "text": "# Виджет"}]

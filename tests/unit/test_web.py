@@ -136,11 +136,19 @@ def test_auth_problem(header: str | None, token: str | None, problem: str | None
     assert (found is None) if problem is None else (found is not None and found.startswith(problem))
 
 
-def test_session_summary_hides_server_paths() -> None:
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.mark.parametrize(("ref", "commit", "revision"), [
+    ("v1.2", SHA, "v1.2 @ 0123456789ab"),
+    (None, SHA, "0123456789ab"),
+    (None, None, None),
+], ids=["tag", "commit-only", "folder"])
+def test_session_summary_hides_server_paths(ref: str | None, commit: str | None, revision: str | None) -> None:
     row = {"name": "demo", "rows": 7, "embedder": "use", "updated_at": None, "root_path": "/srv/secret",
-           "repo_path": "/srv/secret", "commit_sha": "abc123", "rag_session_id": "x"}
+           "repo_path": "/srv/secret", "git_ref": ref, "commit_sha": commit, "rag_session_id": "x"}
     assert session_summary(row) == {"name": "demo", "rows": 7, "embedder": "use", "updated_at": None,
-                                    "revision": "abc123"}
+                                    "git_ref": ref, "commit": commit, "revision": revision}
 
 
 # --- over HTTP ------------------------------------------------------------------------------------------------
