@@ -9,6 +9,7 @@ assistant per session, so the UI picks a repository by picking an assistant.
 from __future__ import annotations
 
 import subprocess
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -36,7 +37,7 @@ def blocks(text: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def chat_server(offline_env: Callable[..., dict[str, str]], scripted_gigachat: FakeGigaChatServer,
                 tmp_path_factory: pytest.TempPathFactory, small_session: str) -> Iterator[DevServer]:
-    env = offline_env(LOTSMAN_EMBEDDER="use", **scripted_gigachat.env())
+    env = offline_env(LOTSMAN_EMBEDDER="use", LOTSMAN_LOG_QUESTIONS="true", **scripted_gigachat.env())
     with running_dev_server(env, tmp_path_factory.mktemp("chat-ui-dev")) as server:
         yield server
 
@@ -166,3 +167,21 @@ def test_assistants_bad_input_is_one_line(offline_env: Callable[..., dict[str, s
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), proc.stderr
+
+
+# --- the question log -------------------------------------------------------------------------------------
+async def test_server_turns_are_logged_with_the_servers_run_id(chat_server: DevServer, small_session: str,
+                                                                scripted_gigachat: FakeGigaChatServer, db) -> None:
+    """With LOTSMAN_LOG_QUESTIONS on the server, a turn is logged once, as `server`, under the run id the client
+    got (what a vote on the answer names)."""
+    scripted_gigachat.chat_handler = Script()
+    client = get_client(url=chat_server.url)
+    thread = await client.threads.create()
+    question = f"{QUESTION} {uuid.uuid4().hex[:6]}"
+    run = await client.runs.create(thread["thread_id"], "lotsman", input=blocks(question),
+                                   context={"rag_session_id": small_session})
+    await client.runs.join(thread["thread_id"], run["run_id"])
+    with db.connection() as conn:
+        rows = conn.execute("SELECT source, run_id FROM rag_question_log WHERE question = %s",
+                            (question,)).fetchall()
+    assert [(source, str(run_id)) for source, run_id in rows] == [("server", run["run_id"])]
