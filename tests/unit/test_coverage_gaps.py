@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from graph.cli_feedback import TOPIC_THRESHOLDS, parse_since
+from graph.cli_feedback import TOPIC_THRESHOLDS, embed_for_topics, parse_since, topic_threshold
 from stores.errors import UsageError
 from stores.question_log import (
     LOW_CONFIDENCE,
@@ -17,12 +17,16 @@ from stores.question_log import (
     LoggedQuestion,
     Vote,
     cluster_by_similarity,
+    cluster_similarity,
+    cosine_matrix,
     distinct_questions,
     gap_reasons,
     group_gaps,
+    newest_buckets,
     question_key,
     rank_files,
     select_gap_questions,
+    strip_common_words,
 )
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -101,6 +105,41 @@ def test_clustering_is_deterministic_and_independent_of_scale():
     assert sorted(i for c in first for i in c) == list(range(40))
 
 
+def greedy_reference(similarity: np.ndarray, threshold: float) -> list[list[int]]:
+    """Average linkage the plain way: scan the whole matrix for the closest pair before every merge."""
+    n = len(similarity)
+    sim = np.array(similarity, dtype=float)
+    np.fill_diagonal(sim, -np.inf)
+    sizes, members = np.ones(n), [[i] for i in range(n)]
+    while n > 1:
+        i, j = divmod(int(np.argmax(sim)), n)
+        if not sim[i, j] >= threshold:
+            break
+        merged = (sizes[i] * sim[i] + sizes[j] * sim[j]) / (sizes[i] + sizes[j])
+        sim[i, :], sim[:, i] = merged, merged
+        sim[j, :], sim[:, j] = -np.inf, -np.inf
+        sim[i, i] = -np.inf
+        sizes[i] += sizes[j]
+        members[i], members[j] = members[i] + members[j], []
+    return sorted((sorted(m) for m in members if m), key=lambda m: m[0])
+
+
+def test_clustering_merges_as_the_plain_greedy_scan_does_ties_included():
+    rng = np.random.default_rng(11)
+    for case in range(200):
+        v = rng.normal(size=(int(rng.integers(1, 30)), int(rng.integers(2, 6))))
+        if case % 3 == 0:
+            v = np.round(v)  # equal similarities: the tie rule must match too
+        sim, threshold = cosine_matrix(v), float(rng.uniform(-0.2, 0.9))
+        assert cluster_similarity(sim, threshold) == greedy_reference(sim, threshold), case
+
+
+def test_the_newest_distinct_questions_are_grouped_when_there_are_too_many():
+    buckets = [[gq("a", minutes=5)], [gq("b", minutes=1), gq("b", minutes=9)], [gq("c", minutes=3)]]
+    assert [b[0].question for b in newest_buckets(buckets, limit=2)] == ["a", "b"]
+    assert newest_buckets(buckets, limit=3) == buckets
+
+
 def gq(question: str, *reasons: str, files: tuple[str, ...] = (), confidence: float | None = None,
        minutes: int = 0) -> GapQuestion:
     return GapQuestion(question, reasons or (REFUSED,), files, confidence, T0 + timedelta(minutes=minutes))
@@ -165,3 +204,49 @@ def test_every_embedder_has_a_topic_threshold():
     from stores.embedders import EMBEDDER_NAMES
 
     assert set(TOPIC_THRESHOLDS) == set(EMBEDDER_NAMES)
+
+
+@pytest.mark.parametrize(("questions", "want"), [
+    # the product's name in 3 of 4 questions goes; words of half of them stay
+    (["How do I connect Harbor to Kafka?", "Harbor and Kafka topics", "Harbor on Kubernetes", "SAML login"],
+     ["How do I connect to Kafka?", "and Kafka topics", "on Kubernetes", "SAML login"]),
+    (["Harbor?", "Harbor Kafka", "Harbor SAML", "Harbor Helm"], ["Harbor?", "Kafka", "SAML", "Helm"]),  # never empty
+    (["Harbor a", "Harbor b", "Harbor c"], ["Harbor a", "Harbor b", "Harbor c"]),  # fewer than 4: as they are
+    (["Как настроить Kafka?", "как настроить SAML?", "Как настроить Helm?", "Где бэкап?"],
+     ["Kafka?", "SAML?", "Helm?", "Где бэкап?"]),  # case aside
+])
+def test_strip_common_words(questions, want):
+    assert strip_common_words(questions) == want
+
+
+class Recording:
+    def __init__(self, name: str) -> None:
+        self.name, self.calls = name, []
+
+    def embed_query(self, text):
+        self.calls.append(("query", text))
+        return [1.0, 0.0]
+
+    def embed_documents(self, texts):
+        self.calls.append(("documents", tuple(texts)))
+        return [[1.0, 0.0] for _ in texts]
+
+
+QS = ["Harbor a", "Harbor b", "Harbor c", "Harbor d"]
+
+
+@pytest.mark.parametrize(("name", "calls"), [
+    ("use", [("query", "a"), ("query", "b"), ("query", "c"), ("query", "d")]),   # common words out
+    ("e5", [("query", q) for q in QS]),                                           # kept: e5 loses recall
+    ("gigachat:EmbeddingsGigaR", [("documents", tuple(QS))]),                     # one batch
+])
+def test_embed_for_topics(name, calls):
+    embedder = Recording(name)
+    assert embed_for_topics(embedder, QS).shape == (4, 2)
+    assert embedder.calls == calls
+
+
+@pytest.mark.parametrize(("name", "want"), [("use", 0.55), ("e5", 0.89), ("gigachat:EmbeddingsGigaR", 0.8),
+                                            ("something-new", 0.8)])
+def test_topic_threshold(name, want):
+    assert topic_threshold(name) == want
