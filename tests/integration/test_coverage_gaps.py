@@ -209,6 +209,26 @@ def test_a_group_nothing_was_logged_near_gets_the_index_nearest_files(db: Databa
     assert paths[0] == "docs/tides.md" and len(paths) == len(set(paths)) <= 3
 
 
+def test_since_leaves_out_what_was_asked_before(cli_on_test_db: None, capsys: pytest.CaptureFixture[str],
+                                                harbor: str, asked: dict[str, dict]) -> None:
+    from datetime import UTC, datetime
+
+    code, out, err = _cli(capsys, "gaps", "--session", harbor, "--since", "1d", "--json")
+    assert code == 0 and json.loads(out)["logged_questions"] == 30, err
+    now = datetime.now(UTC).isoformat()
+    code, out, err = _cli(capsys, "gaps", "--session", harbor, "--since", now)
+    assert code == 0, err
+    assert out.startswith(f"no coverage gaps in session '{harbor}' since ")
+    assert "0 logged questions" in out and "set LOTSMAN_LOG_QUESTIONS=true" in out
+
+
+def test_an_export_it_cannot_write_is_one_line(cli_on_test_db: None, capsys: pytest.CaptureFixture[str],
+                                               harbor: str, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("", encoding="utf-8")
+    code, out, err = _cli(capsys, "feedback", "export", "--session", harbor, "--out", str(tmp_path / "file" / "x"))
+    assert code != 0 and err.startswith("error: cannot write ") and len(err.strip().splitlines()) == 1
+
+
 def test_purge_deletes_the_log_and_keeps_the_votes(db: Database, cli_on_test_db: None,
                                                    capsys: pytest.CaptureFixture[str], harbor: str,
                                                    asked: dict[str, dict]) -> None:
