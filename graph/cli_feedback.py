@@ -267,7 +267,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="leave out down-voted questions (they need a person's review before an eval)")
     p.set_defaults(handler=_cmd_feedback_export)
 
-    p = sub.add_parser("gaps", help="questions the docs fail (refused, low confidence, voted down) by topic")
+    p = sub.add_parser("gaps", help="questions the docs fail (refused, low confidence, voted down) by topic",
+                       description="Questions the docs fail, grouped by topic: refused, answered with low "
+                       "confidence, or voted down. Questions are logged only where LOTSMAN_LOG_QUESTIONS=true "
+                       "(off by default); --purge deletes a session's log, votes stay.")
     p.add_argument("--session", required=True, type=session_name)
     p.add_argument("--since", type=_since, help="only questions since DATE (2026-11-30, or an age: 7d, 24h)")
     p.add_argument("--json", action="store_true")
