@@ -146,7 +146,7 @@ if (typeof document !== "undefined") {
   const apiRoot = location.pathname.slice(0, Math.max(0, location.pathname.lastIndexOf(PAGE)));
   const pageRoot = apiRoot + PAGE;
   const $ = (id) => document.getElementById(id);
-  const state = { session: "", threadId: null, busy: false, turns: 0, sessionInfo: new Map() };
+  const state = { session: "", threadId: null, busy: false, turns: 0, sessionInfo: new Map(), abort: null };
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -192,11 +192,12 @@ if (typeof document !== "undefined") {
     return res.json();
   }
 
-  async function postJson(url, body) {
+  async function postJson(url, body, signal) {
     const res = await fetch(url, {
       method: "POST",
       headers: headers({ "Content-Type": "application/json" }),
       body: JSON.stringify(body),
+      signal,
     });
     if (!res.ok) throw await errorOf(res);
     return res;
@@ -247,7 +248,9 @@ if (typeof document !== "undefined") {
   }
 
   function newThread() {
+    if (state.abort) state.abort.abort();
     state.threadId = null;
+    delete $("conversation").dataset.thread;
     $("conversation").replaceChildren();
     $("question").focus();
   }
@@ -265,20 +268,20 @@ if (typeof document !== "undefined") {
     return { id, turn, answer, text };
   }
 
-  async function createThread() {
-    const res = await postJson(`${apiRoot}/threads`, {});
+  async function createThread(signal) {
+    const res = await postJson(`${apiRoot}/threads`, {}, signal);
     return (await res.json()).thread_id;
   }
 
   /** Run the question on the thread; stream tokens into `view`; resolve to the run's final state. */
-  async function streamRun(question, view) {
+  async function streamRun(question, view, signal) {
     const res = await postJson(`${apiRoot}/threads/${encodeURIComponent(state.threadId)}/runs/stream`, {
       assistant_id: "lotsman",
       input: { messages: [{ role: "human", content: question }] },
       context: { rag_session_id: state.session },
       stream_mode: ["messages-tuple", "values"],
-      on_disconnect: "cancel",
-    });
+      on_disconnect: "cancel",  // «Остановить» closes the stream: the server cancels the run
+    }, signal);
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
     let buffer = "";
@@ -476,15 +479,30 @@ if (typeof document !== "undefined") {
   // --- the form -----------------------------------------------------------------------------------------------
   async function ask(question) {
     const view = turnView(question);
+    const controller = new AbortController();
+    state.abort = controller;
     try {
-      if (!state.threadId) state.threadId = await createThread();
-      renderAnswer(view, question, await streamRun(question, view));
+      if (!state.threadId) {
+        state.threadId = await createThread(controller.signal);
+        $("conversation").dataset.thread = state.threadId;
+      }
+      renderAnswer(view, question, await streamRun(question, view, controller.signal));
     } catch (err) {
-      view.answer.classList.remove("pending");
-      view.answer.classList.add("failed");
-      view.text.textContent = `Ошибка: ${err.message}`;
+      if (controller.signal.aborted) {
+        const partial = view.answer.classList.contains("pending") ? "" : view.text.textContent;
+        view.answer.classList.remove("pending");
+        view.answer.classList.add("stopped");
+        view.text.textContent = partial;
+        view.answer.append(el("div", { class: "meta", text: "Остановлено: ответ не дописан." }));
+      } else {
+        view.answer.classList.remove("pending");
+        view.answer.classList.add("failed");
+        view.text.textContent = `Ошибка: ${err.message}`;
+      }
+    } finally {
+      state.abort = null;
     }
-    view.turn.scrollIntoView({ block: "end" });
+    if (view.turn.isConnected) view.turn.scrollIntoView({ block: "end" });
   }
 
   function initAskPage() {
@@ -498,13 +516,15 @@ if (typeof document !== "undefined") {
         return;
       }
       state.busy = true;
-      $("ask").disabled = true;
+      $("ask").hidden = true;
+      $("stop").hidden = false;
       box.value = "";
       try {
         await ask(question);
       } finally {
         state.busy = false;
-        $("ask").disabled = false;
+        $("ask").hidden = false;
+        $("stop").hidden = true;
         box.focus();
       }
     });
@@ -518,6 +538,7 @@ if (typeof document !== "undefined") {
 
     $("session").addEventListener("change", (ev) => chooseSession(ev.target.value));
     $("new-thread").addEventListener("click", newThread);
+    $("stop").addEventListener("click", () => state.abort && state.abort.abort());
     loadSessions();
   }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,13 +22,15 @@ import pytest
 
 from tests.e2e.conftest import CORS_DISABLE_LINES, CORS_DOC, SMALL_CORPUS, DevServer, running_dev_server, write_corpus
 from tests.e2e.test_gigachat_path import INVENTED, QUESTION, Script
-from tests.fakes.gigachat_server import FakeGigaChatServer
+from tests.fakes.gigachat_server import Delay, FakeGigaChatServer, Text
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ANSWER_TIMEOUT_MS = 120_000
 """The first answer loads the embedder inside the server: generous, it is a ceiling, not a measurement."""
+WAIT_S = 60.0
+"""Ceiling for server-side state the test waits for (a run starting, a run cancelled)."""
 
 WIDGET_DOC = """# Виджет
 
@@ -98,6 +101,29 @@ def page(browser: Any) -> Iterator[Any]:
     yield tab
     tab.close()
     assert errors == [], "the page's script raised"
+
+
+def open_guarded_page(page: Any, server: DevServer, session: str) -> None:
+    """Open the page of a server that needs a token: the page asks for it, then lists the sessions."""
+    page.goto(f"{server.url}/lotsman/")
+    page.locator("#token-form").wait_for()
+    assert "this server needs a token" in page.inner_text("#notice")
+    page.fill("#token", TOKEN)
+    page.click("#token-form button[type=submit]")
+    page.wait_for_selector("#session:not([disabled])")
+    page.select_option("#session", session)
+
+
+def wait_for_runs(server: DevServer, thread_id: str, done: Callable[[list[dict[str, Any]]], bool]) -> list[dict]:
+    """The thread's runs once `done(runs)` holds (fails after WAIT_S)."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        runs = httpx.get(f"{server.url}/threads/{thread_id}/runs", headers={"Authorization": f"Bearer {TOKEN}"},
+                         timeout=10).json()
+        if done(runs) or time.monotonic() > deadline:
+            assert done(runs), runs
+            return runs
+        time.sleep(0.2)
 
 
 def open_page(page: Any, server: DevServer, session: str) -> None:
@@ -230,13 +256,7 @@ def test_token_then_a_streamed_llm_answer(page: Any, guarded_llm_server: DevServ
     """With LOTSMAN_AUTH_TOKEN set the page asks for it, then sends it on every request (its own endpoints and
     the LangGraph API); on the LLM path the answer arrives token by token."""
     scripted_gigachat.chat_handler = Script()
-    page.goto(f"{guarded_llm_server.url}/lotsman/")
-    page.locator("#token-form").wait_for()
-    assert "this server needs a token" in page.inner_text("#notice")
-    page.fill("#token", TOKEN)
-    page.click("#token-form button[type=submit]")
-    page.wait_for_selector("#session:not([disabled])")
-    page.select_option("#session", web_session)
+    open_guarded_page(page, guarded_llm_server, web_session)
 
     answer = ask(page, QUESTION, 1)
     assert int(answer.get_attribute("data-streamed-chunks") or 0) >= 5, "the answer arrives token by token"
@@ -269,3 +289,30 @@ def test_a_session_gone_since_the_list_shows_one_error_line(page: Any, server: D
     text = failed.inner_text()
     assert text.startswith("Ошибка: ") and "no session 'deleted-meanwhile'" in text and "lotsman index" in text
     assert "\n" not in text.strip() and "Traceback" not in text
+
+
+def test_stop_cancels_the_run_and_the_thread_goes_on(page: Any, guarded_llm_server: DevServer, web_session: str,
+                                                     scripted_gigachat: FakeGigaChatServer) -> None:
+    """«Остановить» closes the stream; the server cancels the run (on_disconnect=cancel) and the next question
+    is answered in the same thread."""
+    scripted_gigachat.chat_handler = Script(answer=Delay(60, Text("слишком поздний ответ")))
+    open_guarded_page(page, guarded_llm_server, web_session)
+    page.fill("#question", QUESTION)
+    page.press("#question", "Enter")
+    page.wait_for_selector("#conversation[data-thread]")
+    thread_id = page.get_attribute("#conversation", "data-thread")
+    wait_for_runs(guarded_llm_server, thread_id, lambda runs: any(r["status"] == "running" for r in runs))
+
+    page.click("#stop")
+    stopped = page.locator(".turn[data-turn='1'] .answer.stopped")
+    stopped.wait_for()
+    assert "Остановлено" in stopped.inner_text() and "слишком поздний" not in stopped.inner_text()
+    runs = wait_for_runs(guarded_llm_server, thread_id,
+                         lambda runs: bool(runs) and all(r["status"] not in ("pending", "running") for r in runs))
+    assert [r["status"] for r in runs] == ["interrupted"], runs
+    assert page.is_visible("#ask") and not page.is_visible("#stop")
+
+    scripted_gigachat.chat_handler = Script()
+    answer = ask(page, QUESTION, 2)
+    assert "docs/cors.md" in {s["path"] for s in sources(answer)}
+    assert page.get_attribute("#conversation", "data-thread") == thread_id, "the same thread"
