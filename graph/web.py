@@ -167,12 +167,14 @@ def parse_vote(body: Any) -> Vote:
     )
 
 
-def auth_problem(header: str | None, token: str | None) -> str | None:
+def auth_problem(header: str | None, token: str | None, api_key: str | None = None) -> str | None:
     """Why a request may not use the endpoints (None when it may): with a token configured, the request must
-    carry `Authorization: Bearer <token>`."""
+    carry `Authorization: Bearer <token>` or, as the server's own API also accepts, `X-Api-Key: <token>`."""
     if not token:
         return None
-    scheme, _, given = (header or "").partition(" ")
+    if api_key and hmac.compare_digest(api_key.strip().encode(), token.encode()):
+        return None
+    scheme, _, given = (header or "").strip().partition(" ")
     if scheme.lower() != "bearer" or not given.strip():
         return "this server needs a token: send Authorization: Bearer <LOTSMAN_AUTH_TOKEN>"
     if not hmac.compare_digest(given.strip().encode(), token.encode()):
@@ -303,7 +305,7 @@ class WebApi:
         self.backend, self.token = backend, token
 
     async def _call(self, request: Request, work: Callable[[], Any]) -> Response:
-        problem = auth_problem(request.headers.get("authorization"), self.token())
+        problem = auth_problem(request.headers.get("authorization"), self.token(), request.headers.get("x-api-key"))
         if problem:
             return _error(problem, Unauthorized.status)
         try:

@@ -122,17 +122,20 @@ def test_good_vote_keeps_what_was_answered() -> None:
     assert parse_vote({**GOOD_VOTE, "comment": "   ", "run_id": None}).comment is None
 
 
-@pytest.mark.parametrize(("header", "token", "problem"), [
-    (None, None, None),
-    ("Bearer anything", None, None),
-    (None, "s3cret", "this server needs a token"),
-    ("Basic s3cret", "s3cret", "this server needs a token"),
-    ("Bearer nope", "s3cret", "the token is not this server's LOTSMAN_AUTH_TOKEN"),
-    ("Bearer s3cret", "s3cret", None),
-    ("bearer  s3cret ", "s3cret", None),
-], ids=["open", "open-with-header", "missing", "wrong-scheme", "wrong-token", "right", "case-and-spaces"])
-def test_auth_problem(header: str | None, token: str | None, problem: str | None) -> None:
-    found = auth_problem(header, token)
+@pytest.mark.parametrize(("header", "token", "api_key", "problem"), [
+    (None, None, None, None),
+    ("Bearer anything", None, None, None),
+    (None, "s3cret", None, "this server needs a token"),
+    ("Basic s3cret", "s3cret", None, "this server needs a token"),
+    ("Bearer nope", "s3cret", None, "the token is not this server's LOTSMAN_AUTH_TOKEN"),
+    ("Bearer s3cret", "s3cret", None, None),
+    ("bearer  s3cret ", "s3cret", None, None),
+    (None, "s3cret", "s3cret", None),
+    (None, "s3cret", "nope", "this server needs a token"),
+], ids=["open", "open-with-header", "missing", "wrong-scheme", "wrong-token", "right", "case-and-spaces",
+        "api-key", "wrong-api-key"])
+def test_auth_problem(header: str | None, token: str | None, api_key: str | None, problem: str | None) -> None:
+    found = auth_problem(header, token, api_key)
     assert (found is None) if problem is None else (found is not None and found.startswith(problem))
 
 
