@@ -31,6 +31,19 @@ def _ask(question: str, session: str, capsys: pytest.CaptureFixture[str]) -> dic
     return json.loads(capsys.readouterr().out)
 
 
+def _retrieve(question: str, session: str, capsys: pytest.CaptureFixture[str]) -> dict:
+    assert cli.main(["retrieve", question, "--session", session, "--json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def _lead_layer(found: dict) -> str | None:
+    """The layer of the row `ask` quotes first (retrieve's `lead` is `path:start-end`)."""
+    path, _, lines = (found["lead"] or "").rpartition(":")
+    start, _, end = lines.partition("-")
+    return next((r["layer"] for r in found["rows"]
+                 if r["path"] == path and r["lines"] == [int(start), int(end)]), None) if path else None
+
+
 def _line(path: str, text: str) -> int:
     lines = (SEED_REPO / path).read_text().split("\n")
     return next(i for i, line in enumerate(lines, 1) if text in line)
@@ -104,25 +117,36 @@ POLICY_CASES = [
 @pytest.mark.parametrize(("question", "first", "fact"), POLICY_CASES, ids=[c[0] for c in POLICY_CASES])
 def test_rules_question_reaches_the_policy_layer(question: str, first: str, fact: str, seed_session: str,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    found = _retrieve(question, seed_session, capsys)
+    assert found["plan"]["profile"] == "docs_policy_rules", found["plan"]
+    rules = [r for r in found["rows"][:3] if r["layer"] == "D6_POLICY_INDEX" and r["path"] == first]
+    assert rules and fact in (SEED_REPO / first).read_text().split("\n")[rules[0]["lines"][0] - 1], found["rows"][:3]
     answer = _ask(question, seed_session, capsys)
     assert answer["abstained"] is False and answer["citations"][0]["path"] == first, answer
     assert fact in answer["answer"], answer["answer"]
 
 
+# (question, first cited file, facts in the answer, whether the quoted row is the C3 row itself)
 ENTRY_CASES = [
-    ("Which endpoint takes HeroCreate?", "app/main.py", ["/heroes", "HeroCreate"]),
-    ("Какой эндпоинт принимает HeroCreate?", "app/main.py", ["/heroes", "HeroCreate"]),
-    ("Which routes need auth?", "app/main.py", ["get_current_user"]),
-    ("Какие маршруты требуют авторизации?", "app/main.py", ["get_current_user"]),
-    ("What runs on a schedule?", "app/tasks.py", ["purge_sessions"]),
-    ("Что запускается по расписанию?", "app/tasks.py", ["refresh_aliases"]),
+    ("Which endpoint takes HeroCreate?", "app/main.py", ["/heroes", "HeroCreate"], True),
+    ("Какой эндпоинт принимает HeroCreate?", "app/main.py", ["/heroes", "HeroCreate"], True),
+    ("Which routes need auth?", "app/main.py", ["get_current_user"], True),
+    ("Какие маршруты требуют авторизации?", "app/main.py", ["get_current_user"], True),
+    ("What runs on a schedule?", "app/tasks.py", ["purge_sessions"], True),
+    ("Что запускается по расписанию?", "app/tasks.py", ["refresh_aliases"], True),
+    # the handler's own code states these as well as the C3 row does
+    ("What options does the import-heroes command take?", "app/cli.py", ["--dry-run", "--batch-size"], False),
+    ("Какие опции у команды import-heroes?", "app/cli.py", ["--dry-run", "--batch-size"], False),
+    ("Which Celery task runs on the reindex queue?", "app/tasks.py", ["reindex_repository"], False),
 ]
 
 
 @pytest.mark.usefixtures("cli_on_test_db")
-@pytest.mark.parametrize(("question", "first", "facts"), ENTRY_CASES, ids=[c[0] for c in ENTRY_CASES])
-def test_entrypoint_question_answered_from_c3(question: str, first: str, facts: list[str], seed_session: str,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("question", "first", "facts", "from_c3"), ENTRY_CASES, ids=[c[0] for c in ENTRY_CASES])
+def test_entrypoint_question_answered_from_c3(question: str, first: str, facts: list[str], from_c3: bool,
+                                              seed_session: str, capsys: pytest.CaptureFixture[str]) -> None:
+    if from_c3:
+        assert _lead_layer(_retrieve(question, seed_session, capsys)) == "C3_ENTRYPOINTS"
     answer = _ask(question, seed_session, capsys)
     assert answer["abstained"] is False and answer["citations"][0]["path"] == first, answer
     assert all(fact in answer["answer"] for fact in facts), answer["answer"]
