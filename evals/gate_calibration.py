@@ -113,9 +113,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
 
 def print_loco(corpora: dict[str, list[tuple[bool, GateSignals]]]) -> int:
     """Per held-out corpus: the rules, a learned gate on the gate's signals, and one that also reads the
@@ -221,3 +218,7 @@ def _score_with(cases: list[tuple[bool, GateSignals]], passes: Any) -> dict[str,
         "abst_r": sum(not p for p in unanswerable) / len(unanswerable) if unanswerable else None,
         "answered": sum(answerable) / len(answerable) if answerable else None,
     }
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
