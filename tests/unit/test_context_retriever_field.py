@@ -18,6 +18,7 @@ from nodes.context_retrieval.merge import RetrievalResult
 from nodes.context_retrieval.strategy import PLAIN_LANES, plain_lanes, retrieve_evidence
 from nodes.retrieval_policy import CodePlan, RetrievalPlan
 from stores.errors import InvalidInputError
+from stores.layers import DOCS_LAYERS
 
 
 @pytest.mark.parametrize("value", ["full", "vector", "bm25"])
@@ -95,7 +96,7 @@ def test_retrieve_evidence_runs_the_chosen_lanes(retriever: Any, lanes: tuple[st
     assert (call["plan"] == PLAN) is route_plan
     assert (call["code_plan"] == CODE) is code_plan
     if not route_plan:  # a baseline searches every docs layer
-        assert len(call["plan"].layers) == 6 and all(layer.startswith("D") for layer in call["plan"].layers)
+        assert set(call["plan"].layers) == {layer.value for layer in DOCS_LAYERS}
     assert (call["file_names"], call["gate_terms"], call["top_k"], call["token_cap"]) == (
         ["cors.md"], ["cors"], 7, 900)
 
