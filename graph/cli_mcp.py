@@ -14,7 +14,7 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
 
     tools = LotsmanTools(settings, session=args.session)
     try:
-        build_server(tools).run("stdio")
+        build_server(tools, warm=True).run("stdio")
     finally:
         tools.close()
     return 0

@@ -111,7 +111,7 @@ def build_app(settings: Settings | None = None, tools: LotsmanTools | None = Non
     """The app `langgraph.json` mounts: `/mcp` (stateless streamable HTTP, JSON responses) and the web page."""
     settings = settings or get_settings()
     tools = tools or LotsmanTools(settings)
-    server = build_server(tools)
+    server = build_server(tools, warm=True)
     # Host checks are GuardedEndpoint's (loopback only): the SDK's own allow-list would refuse a team's
     # server reached by its name.
     server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,

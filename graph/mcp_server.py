@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
@@ -21,7 +23,14 @@ from pydantic import BaseModel, Field, ValidationError
 from graph.errors import validation_message
 from graph.settings import Settings
 from graph.terminal import printable, undecodable
-from stores.errors import InvalidQuestionError, LotsmanError, SessionNotFoundError, UsageError, database_lost
+from stores.errors import (
+    InvalidQuestionError,
+    LotsmanError,
+    SessionNotFoundError,
+    UsageError,
+    database_lost,
+    session_deleted,
+)
 
 if TYPE_CHECKING:
     from graph.deps import GraphDeps
@@ -236,13 +245,22 @@ def citations_of(raw: Sequence[Any] | None) -> list[Citation]:
     return out
 
 
+def lost_database(exc: BaseException) -> LotsmanError | None:
+    """`database_lost(exc)`, or None while psycopg is still being imported by another thread (the warm-up):
+    `database_lost` reads the module from `sys.modules`, where a half-imported one lacks its error classes."""
+    try:
+        return database_lost(exc)
+    except AttributeError:
+        return None
+
+
 def one_line(exc: BaseException) -> str:
     """The message a client reads: the error's text on one line (`database_lost` for a dropped database)."""
-    lost = database_lost(exc)
-    if lost is not None:
-        return printable(lost)
     if isinstance(exc, LotsmanError):
         return printable(" ".join(str(exc).split()))
+    lost = lost_database(exc)
+    if lost is not None:
+        return printable(lost)
     first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
     return printable(f"unexpected {type(exc).__name__}: {first}" if first else f"unexpected {type(exc).__name__}")
 
@@ -267,6 +285,19 @@ class LotsmanTools:
         self._deps = deps
         self._owns_deps = deps is None
         self._graphs: dict[str, Any] = {}
+        self._warming: threading.Thread | None = None
+
+    def start_warming(self) -> None:
+        """Run `warm` in a background thread (once)."""
+        if self._warming is None:
+            self._warming = threading.Thread(target=self.warm, name="lotsman-mcp-warm", daemon=True)
+            self._warming.start()
+
+    async def _warmed(self) -> None:
+        """Wait for a running warm-up: a call importing the graph's modules while the warm-up imports them
+        too could meet it half-way through a module (and it is doing the call's own preparation anyway)."""
+        if self._warming is not None and self._warming.is_alive():
+            await asyncio.to_thread(self._warming.join)
 
     def deps(self) -> GraphDeps:
         if self._deps is None:
@@ -274,6 +305,16 @@ class LotsmanTools:
 
             self._deps = GraphDeps.from_settings(self.settings)
         return self._deps
+
+    def warm(self) -> None:
+        """Build ahead of the first call what it would wait for: the graph's modules, and the bundle (embedder,
+        alias index) of the session a call naming none reads. Failures are left to the first call to report."""
+        try:
+            self._graph("ask")
+            _, session_id, _ = self._pick(None)
+            self.deps().bundle(session_id)
+        except Exception as exc:  # noqa: BLE001 - a warm-up only; the call that needs it says what is wrong
+            log.debug("warm-up stopped: %s", one_line(exc))
 
     def close(self) -> None:
         if self._owns_deps and self._deps is not None:
@@ -350,14 +391,14 @@ class LotsmanTools:
 
     async def ask(self, question: str, session: str | None = None, history: Sequence[Turn] | None = None,
                   ref: str | None = None) -> AskResult:
+        text = check_question(question)
+        turns = check_history(history)
+        await self._warmed()
         from langchain_core.messages import AIMessage, HumanMessage
 
         from graph.context import Context
         from graph.nodes import SOURCE_KEY
-        from stores.errors import session_deleted
 
-        text = check_question(question)
-        turns = check_history(history)
         name, session_id, commit = await self._db(self._pick, session, ref)
         messages = [HumanMessage(t.content) if t.role == "user" else AIMessage(t.content) for t in turns]
         context = Context(rag_session_id=session_id, token_cap=self.settings.token_cap, top_k=self.settings.top_k)
@@ -374,13 +415,13 @@ class LotsmanTools:
 
     async def search(self, query: str, session: str | None = None, top_k: int = DEFAULT_SEARCH_RESULTS,
                      ref: str | None = None) -> SearchResult:
+        text = check_question(query, "query")
+        limit = check_top_k(top_k)
+        await self._warmed()
         from langchain_core.messages import HumanMessage
 
         from graph.context import Context
-        from stores.errors import session_deleted
 
-        text = check_question(query, "query")
-        limit = check_top_k(top_k)
         name, session_id, commit = await self._db(self._pick, session, ref)
         graph = await self._db(self._graph, "search")
         config = {"configurable": {"thread_id": uuid.uuid4().hex}}
@@ -426,7 +467,7 @@ async def guarded(call: Awaitable[T]) -> T:
     except LotsmanError as exc:
         raise ToolError(one_line(exc)) from None
     except Exception as exc:  # the tool's last line of defence: one line to the client, the traceback to the log
-        if database_lost(exc) is None:
+        if lost_database(exc) is None:
             log.exception("MCP tool failed")
         raise ToolError(one_line(exc)) from None
 
@@ -461,16 +502,29 @@ EndArg = Annotated[int, Field(description="Last line (inclusive; at most 400 lin
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
-def build_server(tools: LotsmanTools) -> MCPServer:
-    """The MCP server with Lotsman's four reading tools (no indexing tool, on purpose)."""
+def build_server(tools: LotsmanTools, *, warm: bool = False) -> MCPServer:
+    """The MCP server with Lotsman's four reading tools (no indexing tool, on purpose).
+
+    Args:
+        tools: what the tools do.
+        warm: when the server starts, prepare the first call's graph and session in a background thread
+            (`LotsmanTools.warm`), while the client connects and lists the tools.
+    """
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         release = version("lotsman")
     except PackageNotFoundError:
         release = "0"
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[dict[str, Any]]:
+        if warm:
+            tools.start_warming()
+        yield {}
+
     server = LotsmanMCPServer("lotsman", title="Lotsman", instructions=INSTRUCTIONS, version=release,
-                                  log_level="WARNING")
+                              log_level="WARNING", lifespan=lifespan)
 
     @server.tool(name="list_sessions", title="List indexed repositories", description=LIST_SESSIONS_DESCRIPTION,
                  annotations=READ_ONLY)
