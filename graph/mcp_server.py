@@ -286,6 +286,7 @@ class LotsmanTools:
         self._owns_deps = deps is None
         self._graphs: dict[str, Any] = {}
         self._warming: threading.Thread | None = None
+        self._lock = threading.Lock()
 
     def start_warming(self) -> None:
         """Run `warm` in a background thread (once)."""
@@ -300,11 +301,12 @@ class LotsmanTools:
             await asyncio.to_thread(self._warming.join)
 
     def deps(self) -> GraphDeps:
-        if self._deps is None:
-            from graph.deps import GraphDeps
+        with self._lock:  # the warm-up thread and a call may ask at once: one GraphDeps (one pool)
+            if self._deps is None:
+                from graph.deps import GraphDeps
 
-            self._deps = GraphDeps.from_settings(self.settings)
-        return self._deps
+                self._deps = GraphDeps.from_settings(self.settings)
+            return self._deps
 
     def warm(self) -> None:
         """Build ahead of the first call what it would wait for: the graph's modules, and the bundle (embedder,
@@ -324,6 +326,7 @@ class LotsmanTools:
     def _graph(self, kind: Literal["ask", "search"]) -> Any:
         """The compiled graph for a tool, built on first use (in a worker thread: the first build imports the
         graph's modules and may load the chat model's SDK, blocking work the server's event loop must not do)."""
+        deps = self.deps()
         graph = self._graphs.get(kind)
         if graph is None:
             from langgraph.checkpoint.memory import InMemorySaver
@@ -331,7 +334,7 @@ class LotsmanTools:
             from graph.builder import build_graph
 
             # `search` stops after context_retrieval, which needs a checkpointer to hold the paused state.
-            graph = build_graph(self.deps(), checkpointer=InMemorySaver() if kind == "search" else None)
+            graph = build_graph(deps, checkpointer=InMemorySaver() if kind == "search" else None)
             self._graphs[kind] = graph
         return graph
 
