@@ -4,6 +4,10 @@ Embedding dominates the time, so files are parsed on the calling thread while a 
 finished batches, and rows are streamed into PostgreSQL with COPY as soon as their vectors exist: parsing
 and writing hide behind the embedder. Unchanged files come from the blob cache and are neither parsed nor
 embedded again.
+
+The files come from a folder's working tree or from a git revision (`git_source`: a tag's tree and blobs, read
+from git's object store); a run that finds nothing changed since the session's last job stops before any of
+this starts (`unchanged`).
 """
 
 from __future__ import annotations
@@ -438,10 +442,11 @@ def read_sources(root: Path, *, max_bytes: int, revision: Revision | None = None
     return collected, folder_tree(str(root), max_bytes, stats, taken_ns, shas)
 
 
-def _origin(session: RagSession, root: Path, revision: Revision | None) -> writer.RowOrigin:
+def _origin(root: Path, revision: Revision | None) -> writer.RowOrigin:
+    """What the job's code rows record as their repository and commit (the folder itself for a working tree)."""
     if revision is not None:
         return writer.RowOrigin(repo_id=revision.repo_path, commit_sha=revision.commit_sha)
-    return writer.RowOrigin(repo_id=session.root_path or str(root), commit_sha=None)
+    return writer.RowOrigin(repo_id=str(root), commit_sha=None)
 
 
 def index_snapshot(
@@ -478,7 +483,7 @@ def index_snapshot(
         report.files_indexed = len(prepared)
         try:
             _write(db, target, new, prepared, report, emb, replace_paths=None,
-                   origin=_origin(current, root, revision))
+                   origin=_origin(root, revision))
         except BaseException:
             with db.connection() as conn:
                 writer.discard_generation(conn, target.table, session.rag_session_id, new)
@@ -560,7 +565,7 @@ def index_changes(
         unreadable = {s.path for s in report.skipped}
         replaced = [*(p for p in upserts if p not in unreadable), *deletes]
         _write(db, current, generation, prepared, report, emb, replace_paths=replaced,
-               origin=_origin(current, root, None), job=job)
+               origin=_origin(root, None), job=job)
         _analyze_after_load(db, current, report)
         if prepared or deletes:
             _refresh_stop_lexemes(db, session)
