@@ -67,7 +67,9 @@ def test_a_question_and_a_batch_embed_alike_through_the_embedder(wheel_model, pr
     question = wheel_model.encode([TEXTS[0]])[0]  # alone: a batch groups tokens differently (last bits differ)
     assert np.array_equal(np.asarray(embedder.embed_query(TEXTS[0]), dtype=np.float32), question)
     assert np.array_equal(np.asarray(embedder.embed_documents(TEXTS), dtype=np.float32), expected)
-    assert isinstance(embedder._model._sp._prefixes, dict)  # long batches read the whole vocabulary once
+    assert isinstance(embedder._model._sp._prefixes, _ShardedPrefixes)  # a few passages: shards on demand
+    assert np.array_equal(np.asarray(embedder.embed_batch(TEXTS), dtype=np.float32), expected)
+    assert isinstance(embedder._model._sp._prefixes, dict)  # bulk work reads the whole vocabulary once
 
 
 def test_an_unreadable_prepared_copy_falls_back_to_the_wheel(prepared_dir: Path, tmp_path: Path) -> None:
