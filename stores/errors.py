@@ -101,9 +101,12 @@ def database_lost(exc: BaseException) -> DatabaseUnavailableError | None:
     """
     psycopg = sys.modules.get("psycopg")
     pool = sys.modules.get("psycopg_pool")
-    if pool is not None and isinstance(exc, pool.PoolTimeout):  # a subclass of OperationalError: first
+    # getattr: a module another thread is still importing may lack the names yet (the check must not raise)
+    pool_timeout = getattr(pool, "PoolTimeout", None) if pool is not None else None
+    operational = getattr(psycopg, "OperationalError", None) if psycopg is not None else None
+    if pool_timeout is not None and isinstance(exc, pool_timeout):  # a subclass of OperationalError: first
         reason = "no connection could be made in time"
-    elif psycopg is not None and isinstance(exc, psycopg.OperationalError):
+    elif operational is not None and isinstance(exc, operational):
         lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
         reason = lines[0] if lines else type(exc).__name__
     else:

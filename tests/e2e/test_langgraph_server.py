@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -19,11 +20,20 @@ from langgraph_sdk import get_client
 from graph.builder import STAGES
 from tests.e2e.conftest import CORS_DISABLE_LINES, SMALL_CORPUS, DevServer, cited_paths, covers, running_dev_server
 
+TOKEN = "langgraph-server-e2e"
+"""The index graph runs only for the holder of LOTSMAN_AUTH_TOKEN (tests/e2e/test_mcp_server.py shows that
+nobody else may run it); these tests index through the server, so they hold it."""
+
+
+def client_of(server: DevServer) -> Any:
+    return get_client(url=server.url, headers={"Authorization": f"Bearer {TOKEN}"})
+
 
 @pytest.fixture(scope="module")
 def dev_server(offline_env: Callable[..., dict[str, str]], tmp_path_factory: pytest.TempPathFactory,
                db) -> Iterator[DevServer]:
-    with running_dev_server(offline_env(LOTSMAN_EMBEDDER="use"), tmp_path_factory.mktemp("langgraph-dev")) as server:
+    env = offline_env(LOTSMAN_EMBEDDER="use", LOTSMAN_AUTH_TOKEN=TOKEN)
+    with running_dev_server(env, tmp_path_factory.mktemp("langgraph-dev")) as server:
         yield server
 
 
@@ -34,7 +44,7 @@ def human(text: str) -> dict[str, object]:
 async def test_index_graph_then_two_turn_thread(dev_server: DevServer, small_corpus: Path, db) -> None:
     from stores.sessions import find_session
 
-    client = get_client(url=dev_server.url)
+    client = client_of(dev_server)
     session = f"srv-{uuid.uuid4().hex[:8]}"
 
     graph_ids = {a["graph_id"] for a in await client.assistants.search(limit=20)}
@@ -82,7 +92,7 @@ async def test_index_graph_then_two_turn_thread(dev_server: DevServer, small_cor
 
 async def test_unknown_session_fails_the_run_with_our_message(dev_server: DevServer) -> None:
     """Item 5 of issue 14: the client used to read `SessionNotFoundError: An internal error occurred`."""
-    client = get_client(url=dev_server.url)
+    client = client_of(dev_server)
     session = f"never-indexed-{uuid.uuid4().hex[:6]}"
     with pytest.raises(Exception, match=rf"^SessionNotFoundError: no session '{session}': .*lotsman index"):
         await client.runs.wait(None, "lotsman", input=human("Что такое CORS?"), context={"rag_session_id": session})
@@ -97,7 +107,7 @@ async def test_unknown_session_fails_the_run_with_our_message(dev_server: DevSer
 ], ids=["timeout-zero", "top_k-negative", "top_k-word", "session-int"])
 async def test_bad_run_context_is_rejected_with_our_message(dev_server: DevServer, context: dict,
                                                             says: str) -> None:
-    client = get_client(url=dev_server.url)
+    client = client_of(dev_server)
     with pytest.raises(Exception, match=r"^InvalidInputError: invalid run context: ") as info:
         await client.runs.wait(None, "lotsman", input=human("Что такое CORS?"), context=context)
     assert says in str(info.value)
@@ -111,7 +121,7 @@ async def test_index_graph_errors_reach_the_client(dev_server: DevServer, small_
                                                    index_input: dict, says: str) -> None:
     from stores.sessions import find_session
 
-    client = get_client(url=dev_server.url)
+    client = client_of(dev_server)
     with pytest.raises(Exception) as info:
         await client.runs.wait(None, "lotsman_index", input={"path": str(small_corpus), **index_input})
     assert str(info.value).startswith(says), str(info.value)
@@ -121,7 +131,7 @@ async def test_index_graph_errors_reach_the_client(dev_server: DevServer, small_
 
 async def test_client_errors_are_one_line_in_the_server_log(dev_server: DevServer) -> None:
     """Issue 25: each client error (unknown session, bad context) printed a full traceback in the server log."""
-    client = get_client(url=dev_server.url)
+    client = client_of(dev_server)
     session = f"log-probe-{uuid.uuid4().hex[:6]}"
     start = len(dev_server.log_text())
     with pytest.raises(Exception, match="SessionNotFoundError"):
