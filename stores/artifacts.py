@@ -48,7 +48,8 @@ class GenerationArtifacts:
     symbols: frozenset[str]
     """Lower-cased short and qualified names of the C1 symbols."""
     catalog: tuple[dict[str, Any], ...]
-    """Rows of `ALIAS_CATALOG_LAYERS` as `{path, layer, title, metadata}` (metadata cut to `CATALOG_KEYS`)."""
+    """Rows of `ALIAS_CATALOG_LAYERS` as `{path, layer, title, metadata}` (metadata cut to `CATALOG_KEYS`), in
+    the order the table returns them (the order `RagRepository.catalog_rows` reads them in)."""
     embedded_rows: int
     """Rows that carry a vector."""
     present_layers: frozenset[str]
@@ -95,7 +96,7 @@ def compute_generation_artifacts(conn: psycopg.Connection, rag_session_id: str, 
     catalog = conn.execute(sql.SQL(
         "SELECT path, layer, title, (SELECT coalesce(jsonb_object_agg(k, v), '{{}}'::jsonb) "
         "FROM jsonb_each(metadata_json) AS m(k, v) WHERE k = ANY(%(keys)s)) FROM {} "
-        "WHERE {} AND layer = ANY(%(layers)s) ORDER BY path, layer, span_start NULLS FIRST, title").format(
+        "WHERE {} AND layer = ANY(%(layers)s)").format(
             ident, where), params).fetchall()
     return GenerationArtifacts(
         files=tuple(sorted({path for path, _, _ in groups})),
@@ -181,8 +182,24 @@ def generation_artifacts(conn: psycopg.Connection, rag_session_id: str, generati
         if values is not None and values["stats"].get("last_job") == job:
             return GenerationArtifacts.from_payloads(values)
         artifacts = compute_generation_artifacts(conn, rag_session_id, generation, table)
-    save_artifacts(conn, rag_session_id, generation, artifacts.payloads())
+    _save_unless_busy(conn, rag_session_id, generation, artifacts)
     return artifacts
+
+
+SAVE_LOCK_TIMEOUT_MS = 200
+"""A reader storing artifacts it built waits at most this long for row locks: an index job storing the same
+generation's holds them until it commits, and a question must not wait for a job (the next reader builds
+them again, or finds the job's)."""
+
+
+def _save_unless_busy(conn: psycopg.Connection, rag_session_id: str, generation: int,
+                      artifacts: GenerationArtifacts) -> None:
+    try:
+        with conn.transaction():
+            conn.execute(f"SET LOCAL lock_timeout = {SAVE_LOCK_TIMEOUT_MS}")
+            save_artifacts(conn, rag_session_id, generation, artifacts.payloads())
+    except psycopg.errors.LockNotAvailable:
+        pass
 
 
 @contextmanager

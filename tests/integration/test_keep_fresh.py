@@ -274,3 +274,32 @@ def test_artifacts_describe_the_rows_and_are_built_when_missing(db: Database, tm
                                                                      session.active_generation)).fetchall()}
         assert stored == set(NAMES)
         store_generation_artifacts(conn, session.rag_session_id, session.active_generation)  # an upsert
+
+
+def test_a_reader_building_artifacts_never_waits_for_a_job_storing_them(db: Database, tmp_path: Path,
+                                                                        session_name: str,
+                                                                        cleanup: list[str]) -> None:
+    """A job's transaction holds the generation's artifact rows until it commits; a question that has to
+    build them itself (missing, or older than the last job) answers without waiting and leaves them."""
+    from stores.artifacts import save_artifacts
+
+    cleanup.append(session_name)
+    write_corpus(tmp_path)
+    index_repository(db, tmp_path, session_name=session_name, embedder=FakeEmbeddings(), parse_workers=0)
+    with db.connection() as conn:
+        session = get_session(conn, session_name)
+        conn.execute("DELETE FROM rag_generation_artifacts WHERE rag_session_id = %s", (session.rag_session_id,))
+    deps = GraphDeps(settings=Settings(), db=db, embedder=FakeEmbeddings())
+    built: list[object] = []
+    job = db.pool.getconn()
+    try:
+        job.execute("SELECT 1")  # inside a transaction: the rows stay locked until it ends, like a job's
+        save_artifacts(job, session.rag_session_id, session.active_generation, {"stats": {"last_job": "x"}})
+        reader = threading.Thread(target=lambda: built.append(deps.bundle(session_name)), daemon=True)
+        reader.start()
+        reader.join(30)
+        assert built, "the question waited for the job's transaction"
+    finally:
+        job.rollback()
+        db.pool.putconn(job)
+        deps.lane_pool().shutdown(wait=True)
