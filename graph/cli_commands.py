@@ -138,11 +138,23 @@ async def _answer(settings: Settings, question: str, session: str, deps: GraphDe
     return out
 
 
+def revision_session(deps: GraphDeps, session: str | None, ref: str | None) -> str:
+    """The session to answer from: `session` (default "default"), or with `ref` the session indexed from that
+    git revision (of `session`'s repository when one was named). Unknown: exit 4; ambiguous: exit 2."""
+    if ref is None:
+        return session or "default"
+    from stores.sessions import session_for_ref
+
+    with deps.database().connection() as conn:
+        return session_for_ref(conn, ref, within=session).name
+
+
 def _ask(args: argparse.Namespace, settings: Settings) -> int:
     question = clean_question(args.question)
     with open_deps(settings) as deps:
+        session = revision_session(deps, args.session, args.ref)
         printer = AnswerPrinter() if streams(deps, as_json=args.json) else None
-        out = asyncio.run(_answer(settings, question, args.session, deps, printer=printer))
+        out = asyncio.run(_answer(settings, question, session, deps, printer=printer))
     if printer is not None:
         printer.finish(out.get("answer", ""))
         _print_route(out)
@@ -308,7 +320,9 @@ async def _chat_loop(settings: Settings, deps: Any, session: str, thread_id: str
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ask", help="answer one question with citations")
     p.add_argument("question")
-    p.add_argument("--session", default="default", type=session_name)
+    p.add_argument("--session", default=None, type=session_name, help="the indexed session (default: default)")
+    p.add_argument("--ref", metavar="REF", type=session_name,
+                   help="answer from the session indexed from this git revision (tag, branch or commit)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_ask)
 

@@ -27,6 +27,9 @@ class IndexInput(TypedDict, total=False):
     rebuild: bool
     """A full snapshot that may change the session's embedder (`embedder`); the old index answers until the
     new one is complete, and stays if the job fails (CLI `--rebuild`)."""
+    ref: str
+    """A git revision (tag, branch or commit) of the repository at `path`, read from git's object store
+    without touching the working tree (CLI `--ref`)."""
 
 
 class IndexOutput(TypedDict, total=False):
@@ -48,8 +51,9 @@ class IndexRequest(BaseModel):
     embedder: str | None = Field(default=None, strict=True)
     incremental: bool = Field(default=True, strict=True)
     rebuild: bool = Field(default=False, strict=True)
+    ref: str | None = Field(default=None, strict=True)
 
-    @field_validator("session", "embedder")
+    @field_validator("session", "embedder", "ref")
     @classmethod
     def _not_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
@@ -80,6 +84,7 @@ def build_index_graph(deps: GraphDeps | None = None) -> Any:
             session_name=request.session or settings.default_session, embedder=embedder,
             incremental=request.incremental, max_bytes=settings.max_file_bytes,
             batch_size=settings.embed_batch_size, parse_workers=settings.parse_workers, rebuild=request.rebuild,
+            ref=request.ref,
         )
         return {"report": report_dict(report)}
 

@@ -163,7 +163,10 @@ def intent_routing(deps: GraphDeps) -> Node:
         if not request.text.strip():
             route = _empty_route()
             return {"route_result": route, "route": route.model_dump()}
-        bundle = await asyncio.to_thread(deps.bundle, runtime.context.rag_session_id)
+        key = runtime.context.rag_session_id
+        if runtime.context.ref is not None:  # the session indexed from that git revision
+            key = await asyncio.to_thread(_revision_session, deps, runtime.context)
+        bundle = await asyncio.to_thread(deps.bundle, key)
         router = bundle.router
         routed, budget = await _ask_llm(
             _budget(deps, state, runtime), "intent_routing", router.timeout_s,
@@ -174,6 +177,13 @@ def intent_routing(deps: GraphDeps) -> Node:
                 "request": request.with_route_terms(route.target_terms), "llm_budget": budget}
 
     return node
+
+
+def _revision_session(deps: GraphDeps, context: Context) -> str:
+    from stores.sessions import run_session
+
+    with deps.database().connection() as conn:
+        return run_session(conn, context.rag_session_id, context.ref)
 
 
 async def _bundle(deps: GraphDeps, state: State) -> SessionBundle:
