@@ -125,18 +125,20 @@ class LearnedRanker:
         return ranked + tail
 
 
-def parse_model(data: Mapping[str, Any], *, expected: Sequence[str] = FEATURES) -> LearnedRanker:
-    """Build a ranker from a model file's JSON, refusing one trained on other features."""
+def parse_model(data: Mapping[str, Any], *, expected: Sequence[str] = FEATURES,
+                trainer: str = "python -m evals.train_ranker") -> LearnedRanker:
+    """Build a ranker from a model file's JSON, refusing one trained on other features (`trainer`: the
+    command that rebuilds it, named in the error)."""
     if data.get("format") != MODEL_FORMAT:
         raise RankerModelError(f"ranker model format {data.get('format')!r} is not {MODEL_FORMAT!r}: "
-                               "retrain it with `python -m evals.train_ranker`")
+                               f"retrain it with `{trainer}`")
     features = tuple(data.get("features") or ())
     if features != tuple(expected):
         missing = [f for f in expected if f not in features]
         extra = [f for f in features if f not in expected]
         raise RankerModelError(
             f"ranker model was trained on other features (missing {missing or '-'}, unknown {extra or '-'}"
-            f"{', other order' if not missing and not extra else ''}): retrain it with `python -m evals.train_ranker`")
+            f"{', other order' if not missing and not extra else ''}): retrain it with `{trainer}`")
     try:
         trees = tuple(Tree(feature=np.asarray(t["feature"], dtype=np.int64),
                            threshold=np.asarray(t["threshold"], dtype=np.float64),

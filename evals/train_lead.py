@@ -1,0 +1,183 @@
+"""`python -m evals.train_lead`: reproduce the learned lead (which passage opens the answer).
+
+Every single-turn answerable case of each pinned corpus's **dev** split (never a held-out one, nor this
+repository's own set) runs through the whole graph offline, under the learned ranker, and the analysis's
+scored candidate passages are collected (`analyze.CANDIDATE_SINK`). A passage is labelled 1 when it states
+a key fact of its case (`evals.facts.fact_in_text`); questions where no passage does teach nothing and are
+left out. Features are `lead_model.lead_features`, the same function the graph calls.
+
+Leave-one-corpus-out decides whether the model ships: trained on all corpora but one, it must put a passage
+that states a key fact first at least as often as the rule (`rule_lead_scores`) on every held-out corpus,
+and more often on their macro average; `--dry-run` prints the table only. The model is then fitted on every
+corpus and written, with its feature names and the table, to `nodes/context_analysis/lead_model.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evals.cases import load_dataset
+from evals.facts import fact_in_text
+from evals.suites import SUITES, assemble_corpus
+from stores.errors import LotsmanError
+
+PARAMS: dict[str, Any] = {
+    "objective": "lambdarank", "learning_rate": 0.05, "num_leaves": 4, "min_data_in_leaf": 20, "lambda_l2": 5.0,
+    "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1, "verbose": -1, "seed": 7,
+    "num_threads": 2, "deterministic": True, "force_row_wise": True,
+}
+"""As small as the ranker's trees: a few hundred questions."""
+GRID: tuple[tuple[int, int], ...] = ((2, 40), (2, 80), (4, 30), (4, 60), (4, 100))
+"""(leaves, rounds) chosen between by leave-one-corpus-out: the setting whose worst corpus gains most."""
+
+
+@dataclass
+class Group:
+    """One question's candidate passages."""
+
+    corpus: str
+    case_id: str
+    x: np.ndarray
+    y: np.ndarray
+    base: np.ndarray
+    """The rule's lead score of each candidate (its choice is the argmax)."""
+
+
+def collect(corpus_name: str, corpus: Path, dataset: Path, settings: Any) -> list[Group]:
+    """Run the dev cases through the graph (the eval's own session, indexed incrementally) and keep each
+    usable question's candidates."""
+    import importlib
+
+    from evals.runner import run
+    from nodes.context_analysis.lead_model import lead_features
+
+    analyze_module = importlib.import_module("nodes.context_analysis.analyze")
+    seen: dict[str, tuple[Any, ...]] = {}
+
+    def sink(question: str, scored: list[Any], file_rank: dict[str, int]) -> None:
+        seen[question.strip()] = (scored, file_rank)
+
+    cases = [c for c in load_dataset(dataset) if c["answerable"] and not c["history"] and c["key_facts"]]
+    analyze_module.CANDIDATE_SINK = sink
+    try:
+        run(dataset, corpus, settings=settings, label=corpus_name, ranker="learned")
+    finally:
+        analyze_module.CANDIDATE_SINK = None
+    out: list[Group] = []
+    for case in cases:
+        got = seen.get(case["question"].strip())
+        if got is None or not got[0]:
+            continue
+        scored, file_rank = got
+        base = np.array(analyze_module.rule_lead_scores(scored, file_rank))
+        y = np.array([1.0 if any(fact_in_text(f, s.candidate.text) for f in case["key_facts"]) else 0.0
+                      for s in scored])
+        if y.any():
+            out.append(Group(corpus_name, case["id"], lead_features(scored, file_rank, base), y, base))
+    return out
+
+
+def top_holds_fact(groups: list[Group], score: Any) -> float:
+    """Share of questions whose highest-scored passage states a key fact (the first on a tie)."""
+    return float(np.mean([g.y[int(np.argmax(score(g)))] for g in groups])) if groups else float("nan")
+
+
+def fit(groups: list[Group], lgb: Any, leaves: int, rounds: int) -> Any:
+    data = lgb.Dataset(np.vstack([g.x for g in groups]), np.concatenate([g.y for g in groups]),
+                       group=[len(g.y) for g in groups])
+    return lgb.train({**PARAMS, "num_leaves": leaves}, data, num_boost_round=rounds)
+
+
+def leave_one_corpus_out(groups: list[Group], lgb: Any, leaves: int, rounds: int) -> dict[str, dict[str, float]]:
+    table: dict[str, dict[str, float]] = {}
+    for held in sorted({g.corpus for g in groups}):
+        model = fit([g for g in groups if g.corpus != held], lgb, leaves, rounds)
+        test = [g for g in groups if g.corpus == held]
+        table[held] = {"questions": len(test), "rule": top_holds_fact(test, lambda g: g.base),
+                       "learned": top_holds_fact(test, lambda g, m=model: m.predict(g.x))}
+    table["macro"] = {k: float(np.mean([r[k] for r in table.values()])) for k in ("questions", "rule", "learned")}
+    return table
+
+
+def _worst_gain(table: dict[str, dict[str, float]]) -> float:
+    return min(r["learned"] - r["rule"] for n, r in table.items() if n != "macro")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from nodes.context_analysis.lead_model import LEAD_FEATURES, LEAD_MODEL_PATH
+    from nodes.context_retrieval.learned_ranker import MODEL_FORMAT, parse_model
+
+    parser = argparse.ArgumentParser(prog="python -m evals.train_lead", description=__doc__.splitlines()[0])
+    parser.add_argument("--corpora-dir", type=Path, help="where corpora are assembled (default: the eval's)")
+    parser.add_argument("--out", type=Path, default=LEAD_MODEL_PATH, help=f"model file (default {LEAD_MODEL_PATH})")
+    parser.add_argument("--dry-run", action="store_true", help="print the leave-one-corpus-out table only")
+    parser.add_argument("--groups", type=Path, help="keep the collected candidates in this file and reuse them "
+                        "(a faster second run with the same corpora and code)")
+    args = parser.parse_args(argv)
+    try:
+        import lightgbm as lgb
+    except ImportError:
+        print("error: training needs LightGBM: pip install lightgbm (in the dev extra); running the model "
+              "needs numpy only", file=sys.stderr)
+        return 2
+    from evals.train_ranker import export
+    from graph.settings import get_settings
+
+    settings = get_settings()
+    cache_dir = args.corpora_dir or settings.data_dir / "corpora"
+    groups: list[Group] = []
+    if args.groups is not None and args.groups.exists():
+        import pickle
+
+        groups = pickle.loads(args.groups.read_bytes())  # noqa: S301 - the file this command wrote
+    try:
+        for suite in SUITES.values() if not groups else ():
+            if suite.assemble is None:  # this repository: not pinned, it changes with every commit
+                continue
+            got = collect(suite.name, assemble_corpus(suite, cache_dir), Path(suite.dev), settings)
+            print(f"{suite.name}: {len(got)} dev questions with a passage stating a key fact", file=sys.stderr)
+            groups += got
+    except (LotsmanError, OSError) as exc:  # a corpus folder it cannot write, no database, a bad dataset
+        print(f"error: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", 1)
+    if args.groups is not None and not args.groups.exists():
+        import pickle
+
+        args.groups.write_bytes(pickle.dumps(groups))
+    tables = {setting: leave_one_corpus_out(groups, lgb, *setting) for setting in GRID}
+    for (leaves, rounds), t in tables.items():
+        print(f"{leaves} leaves, {rounds} rounds: macro {t['macro']['rule']:.3f} → {t['macro']['learned']:.3f}, "
+              f"worst corpus {_worst_gain(t):+.3f}")
+    setting = max(GRID, key=lambda g: (round(_worst_gain(tables[g]), 3), tables[g]["macro"]["learned"]))
+    table = tables[setting]
+    print(f"chosen: {setting[0]} leaves, {setting[1]} rounds; leave-one-corpus-out, the first passage states a "
+          "key fact (rule → learned):")
+    for name, row in table.items():
+        print(f"  {name:<12} {int(row['questions']):>4} questions  {row['rule']:.3f} → {row['learned']:.3f}")
+    wins = _worst_gain(table) >= 0 and table["macro"]["learned"] > table["macro"]["rule"]
+    print("the model " + ("beats the rule on every corpus" if wins else "does NOT beat the rule everywhere"))
+    if args.dry_run:
+        return 0
+    if not wins:
+        print("error: not writing a model that loses to the rule on a held-out corpus", file=sys.stderr)
+        return 1
+    model = fit(groups, lgb, *setting)
+    meta = {"params": {**PARAMS, "num_leaves": setting[0]}, "rounds": setting[1],
+            "corpora": sorted({g.corpus for g in groups}),
+            "questions": len(groups), "embedder": settings.embedder, "leave_one_corpus_out": table}
+    data = {**export(model, 0.0, meta), "features": list(LEAD_FEATURES), "format": MODEL_FORMAT}
+    parse_model(data, expected=LEAD_FEATURES, trainer="python -m evals.train_lead")  # it must load before it is written
+    args.out.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+    print(f"wrote {args.out} ({len(data['trees'])} trees over {len(LEAD_FEATURES)} features)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""The learned lead (issue 29 item 2): its features, when it decides, and a model that does not fit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from nodes.context_analysis.analyze import lead_first, rule_lead_scores
+from nodes.context_analysis.lead_model import (
+    LEAD_FEATURES,
+    LEAD_MODEL_PATH,
+    NO_RANKER_SCORE,
+    has_ranker_scores,
+    lead_features,
+    load_lead_model,
+)
+from nodes.context_analysis.passages import Candidate
+from nodes.context_analysis.scoring import Scored
+from nodes.context_retrieval.learned_ranker import MODEL_FORMAT, RankerModelError, parse_model
+from nodes.evidence import EvidenceRow
+
+
+def scored(rid: str, path: str, score: float, kind: str = "prose", text: str = "some words here and more",
+           learned: float | None = None, distance: float | None = None) -> Scored:
+    scores: dict[str, float] = {}
+    if learned is not None:
+        scores["learned"] = learned
+    if distance is not None:
+        scores["distance"] = distance
+    row = EvidenceRow(id=rid, path=path, layer="D0_DOC_CHUNKS", content=text, span_start=1, span_end=3, scores=scores)
+    return Scored(candidate=Candidate(row=row, kind=kind, text=text, start_line=1, end_line=3), score=score,
+                  terms=[], lexical=score, features={"terms": 0.5, "identifiers": 0.25, "heading": 1.0})
+
+
+def model_preferring(feature: str, gain: float = 10.0) -> dict[str, Any]:
+    """A one-split model: candidates whose `feature` exceeds 0.5 score `gain` more."""
+    return {"format": MODEL_FORMAT, "features": list(LEAD_FEATURES), "prior_weight": 0.0, "meta": {},
+            "trees": [{"feature": [LEAD_FEATURES.index(feature)], "threshold": [0.5], "left": [~0], "right": [~1],
+                       "value": [0.0, gain]}]}
+
+
+def test_features_read_the_scoring_parts_the_kind_and_the_rows_ranker_score() -> None:
+    items = [scored("a", "docs/a.md", 0.8, learned=2.0, distance=0.3),
+             scored("b", "src/b.py", 0.4, kind="source", learned=0.5),
+             scored("c", "docs/c.md", 0.2)]
+    file_rank = {"docs/a.md": 1, "src/b.py": 2, "docs/c.md": 3}
+    x = lead_features(items, file_rank, rule_lead_scores(items, file_rank))
+    assert x.shape == (3, len(LEAD_FEATURES))
+    col = {name: x[:, i].tolist() for i, name in enumerate(LEAD_FEATURES)}
+    assert col["terms"] == [0.5] * 3 and col["heading"] == [1.0] * 3
+    assert col["kind_prose"] == [1.0, 0.0, 1.0] and col["kind_source"] == [0.0, 1.0, 0.0]
+    assert col["first_file"] == [1.0, 0.0, 0.0]
+    assert col["row_ranker_gap"] == [0.0, -1.5, NO_RANKER_SCORE]  # relative to the best row; none: far below
+    assert col["row_similarity"] == pytest.approx([0.7, 0.0, 0.0])
+    assert col["row_position"] == [0.0, 0.1, 0.2]
+    assert col["base"] == pytest.approx(rule_lead_scores(items, file_rank))
+
+
+def test_the_model_chooses_the_lead_only_over_rows_the_learned_ranker_scored() -> None:
+    model = parse_model(model_preferring("kind_source"), expected=LEAD_FEATURES)
+    file_rank = {"docs/a.md": 1, "src/b.py": 2}
+    ranked = [scored("a", "docs/a.md", 0.8, learned=1.0), scored("b", "src/b.py", 0.1, kind="source", learned=0.2)]
+    assert [s.candidate.row.id for s in lead_first(ranked, file_rank, model)] == ["b", "a"]
+    assert [s.candidate.row.id for s in lead_first(ranked, file_rank)] == ["a", "b"]  # no model: the rule
+    plain = [scored("a", "docs/a.md", 0.8), scored("b", "src/b.py", 0.1, kind="source")]
+    assert not has_ranker_scores(plain)
+    assert [s.candidate.row.id for s in lead_first(plain, file_rank, model)] == ["a", "b"]  # ranker=rrf: the rule
+
+
+def test_a_model_trained_on_other_features_is_refused_with_the_command_that_rebuilds_it() -> None:
+    data = model_preferring("base")
+    data["features"] = list(LEAD_FEATURES[:-1])
+    with pytest.raises(RankerModelError, match="python -m evals.train_lead"):
+        parse_model(data, expected=LEAD_FEATURES, trainer="python -m evals.train_lead")
+
+
+def test_the_shipped_model_fits_the_features_when_there_is_one() -> None:
+    model = load_lead_model()
+    if not LEAD_MODEL_PATH.exists():
+        assert model is None  # the rule leads alone
+        return
+    assert model is not None and model.features == LEAD_FEATURES and model.forest is not None
+    x = np.zeros((2, len(LEAD_FEATURES)))
+    assert model.forest.predict(x).shape == (2,)
