@@ -7,6 +7,8 @@
 - the first question of a fresh server process, inside the graph: a process imports the deployed graph
   (`graph.app`, as `langgraph dev` does) and answers one question; the sum of its nodes' `timings_ms`
   (target ≤ 300 ms) and the `ainvoke` wall time.
+- `lotsman watch` on the fastapi-ru folder: one file edited; the time until the watch reports its re-index
+  (debounce + the incremental job) and until a fresh `lotsman ask` answers from the edit.
 - before → after from one run: `--cold-before REF` exports that commit (`git archive`) and times its code the
   same way on the same database, runs interleaved (before, after, before, …) so machine load hits both alike.
 
@@ -19,12 +21,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,7 +69,64 @@ def run(report: Report, ctx: Any) -> dict[str, Any]:
     with _code_trees(getattr(ctx.opts, "cold_before", None)) as trees:
         for session, kind in sessions:
             out[kind] = measure(report, env, session, kind, trees, runs)
+    out["watch"] = watch_to_answer(report, env, sessions[0][0], ctx.corpus_copy())
     return out
+
+
+WATCHED_FILE = "docs/ru/docs/tutorial/background-tasks.md"
+WATCH_QUESTION = "Какой код проверки фоновых задач?"
+
+
+def watch_to_answer(report: Report, env: dict[str, str], session: str, root: Path,
+                    debounce_ms: int = 800) -> dict[str, Any]:
+    """`lotsman watch` on the session's folder: one file edited, the time until its re-index is reported
+    and until a fresh `lotsman ask` answers from the edit (the file is restored and re-indexed afterwards)."""
+    target = root / WATCHED_FILE
+    original = target.read_text(encoding="utf-8")
+    code = f"WATCH-{uuid.uuid4().hex[:6].upper()}"
+    proc = subprocess.Popen([sys.executable, "-m", "graph.cli", "watch", str(root), "--session", session],
+                            cwd=PROJECT_ROOT, env={**env, "LOTSMAN_WATCH_DEBOUNCE_MS": str(debounce_ms)},
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or ()], daemon=True).start()
+    try:
+        _line_starting(lines, "watching ")
+        t0 = time.perf_counter()
+        target.write_text(f"{original}\nКод проверки фоновых задач — {code}.\n", encoding="utf-8")
+        reindexed = _line_starting(lines, "re-indexed ")
+        t1 = time.perf_counter()
+        asked = subprocess.run([sys.executable, "-m", "graph.cli", "ask", WATCH_QUESTION, "--session", session,
+                                "--json"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+        t2 = time.perf_counter()
+        answerable = asked.returncode == 0 and code in json.loads(asked.stdout).get("answer", "")
+        target.write_text(original, encoding="utf-8")
+        _line_starting(lines, "re-indexed ")  # the restore, indexed by the same watch
+    finally:
+        target.write_text(original, encoding="utf-8")
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    out = {"debounce_ms": debounce_ms, "edit_to_reindexed_ms": round((t1 - t0) * 1000),
+           "reindex_line": reindexed.strip(), "edit_to_answer_ms": round((t2 - t0) * 1000),
+           "answerable": answerable}
+    report.say(f"  watch    edit → re-indexed {out['edit_to_reindexed_ms']} ms (debounce {debounce_ms} ms + the "
+               f"job), → answered by a fresh ask {out['edit_to_answer_ms']} ms; answer quotes the edit: "
+               f"{answerable}")
+    return out
+
+
+def _line_starting(lines: queue.Queue[str], prefix: str, timeout_s: float = 300) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=1)
+        except queue.Empty:
+            continue
+        if line.startswith(prefix):
+            return line
+    raise BenchError(f"lotsman watch printed no line starting {prefix!r} in {timeout_s:.0f} s")
 
 
 def measure(report: Report, env: dict[str, str], session: str, kind: str, trees: dict[str, Path],
