@@ -94,11 +94,13 @@ def _cmd_sessions(args: argparse.Namespace, settings: Settings) -> int:
     if not rows:
         print("no sessions yet: `lotsman index PATH --session NAME` creates one")
         return 0
-    print(f"{'name':<24} {'embedder':<16} {'dim':>5} {'rows':>8}  last job")
+    print(f"{'name':<24} {'embedder':<16} {'dim':>5} {'rows':>8}  {'revision':<22}  last job")
     for r in rows:
         job = r["last_job"]
         last = f"{job['kind']} {job['status']} {job['finished_at'] or ''}" if job else "-"
-        print(f"{printable(r['name']):<24} {r['embedder']:<16} {r['embedding_dim']:>5} {r['rows']:>8}  {last}")
+        revision = f"{r.get('git_ref')} @ {r['commit_sha'][:12]}" if r.get("commit_sha") else "-"
+        print(f"{printable(r['name']):<24} {r['embedder']:<16} {r['embedding_dim']:>5} {r['rows']:>8}  "
+              f"{printable(revision):<22}  {last}")
     return 0
 
 
@@ -192,8 +194,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 GRAPH_COMMANDS = {"ask": ("graph.deps", "graph.builder"), "chat": ("graph.deps", "graph.builder"),
-                  "retrieve": ("graph.deps",), "index": ("graph.deps",), "watch": ("graph.deps",)}
-"""Commands that load the graph's stack (LangGraph, LangChain, the stages), and the modules that pull it in."""
+                  "retrieve": ("graph.deps",), "watch": ("graph.deps",)}
+"""Commands that load the graph's stack (LangGraph, LangChain, the stages), and the modules that pull it in.
+`index` is not one: it asks the no-op check first and imports what a real job needs only then (a no-op
+re-index of fastapi-ru: 0.85 → 0.37 s of CPU)."""
 
 
 def _import_graph_stack(command: str) -> None:

@@ -163,6 +163,7 @@ def last_done_job(conn: psycopg.Connection, rag_session_id: str) -> str | None:
     """The id of the session's last finished index job: what its rows are as of (None before the first)."""
     row = conn.execute(
         "SELECT job_id FROM rag_index_jobs WHERE rag_session_id = %s AND status = 'done' "
+        "AND NOT coalesce((counts->>'noop')::boolean, false) "  # a no-op changed no row
         "ORDER BY finished_at DESC, started_at DESC LIMIT 1", (rag_session_id,)).fetchone()
     return str(row[0]) if row else None
 

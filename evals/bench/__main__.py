@@ -39,7 +39,7 @@ from evals.bench.common import (  # noqa: E402
     load_average,
 )
 
-SECTIONS = ("embedders", "hnsw", "index", "retrieval", "ask", "stdlib", "scale", "clients", "cold")
+SECTIONS = ("embedders", "hnsw", "index", "retrieval", "ask", "stdlib", "revisions", "scale", "clients", "cold")
 
 
 @dataclass

@@ -13,13 +13,9 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from stores.indexing.code_pipeline import CODE_PIPELINE_VERSION
-from stores.indexing.docs_pipeline import DOCS_PIPELINE_VERSION
 from stores.indexing.records import ChunkRecord
+from stores.indexing.versions import PIPELINE_VERSION  # noqa: E402,F401 - the parse cache key (re-exported)
 from stores.layers import Layer
-
-PIPELINE_VERSION = f"{DOCS_PIPELINE_VERSION}+{CODE_PIPELINE_VERSION}+1"
-"""Bump when a pipeline's output changes: old cache entries then stop matching."""
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,7 @@ from stores.indexing.code.module import build_context
 from stores.indexing.code.symbols import collect_symbols, symbol_records
 from stores.indexing.files import normalize_newlines
 from stores.indexing.records import PipelineResult
-
-CODE_PIPELINE_VERSION = "code-1"
-"""Part of the parse cache key: bump whenever the rows produced for the same text change."""
+from stores.indexing.versions import CODE_PIPELINE_VERSION  # noqa: E402,F401 - re-exported: the parse cache key
 
 
 class CodeParseError(ValueError):

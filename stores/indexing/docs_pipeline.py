@@ -14,9 +14,7 @@ from stores.indexing.docs.relations import relation_records
 from stores.indexing.docs.workflows import workflow_records
 from stores.indexing.files import normalize_newlines
 from stores.indexing.records import PipelineResult
-
-DOCS_PIPELINE_VERSION = "docs-10"
-"""Part of the parse cache key: bump whenever the rows produced for the same text change."""
+from stores.indexing.versions import DOCS_PIPELINE_VERSION  # noqa: E402,F401 - re-exported: the parse cache key
 
 MAX_CATALOG_ENTITIES = 15
 

@@ -27,6 +27,7 @@ from stores.indexing.files import (
     stat_tree,
 )
 from stores.indexing.jobs import IndexReport, fail_interrupted, job_lock_key, last_done_job, record_noop
+from stores.indexing.versions import PIPELINE_VERSION
 from stores.indexing.writer import discard_inactive
 from stores.schema import build_vector_index, chunk_table, existing_spaces
 from stores.sessions import RagSession, find_session
@@ -41,21 +42,22 @@ def folder_tree(root: str, max_bytes: int, stats: dict[str, StatEntry], taken_ns
                 shas: dict[str, str | None]) -> dict[str, Any]:
     """The tree of a folder's job: its stat snapshot (taken at `taken_ns`, before the files were read) and the
     blob sha each file was indexed with (None for a file that was skipped)."""
-    return {"kind": FOLDER, "root": root, "max_bytes": max_bytes, "taken_ns": taken_ns,
+    return {"kind": FOLDER, "root": root, "max_bytes": max_bytes, "taken_ns": taken_ns, "pipeline": PIPELINE_VERSION,
             "files": {path: [*stat, shas.get(path)] for path, stat in stats.items()}}
 
 
 def revision_tree(revision: Revision, max_bytes: int, files: int) -> dict[str, Any]:
     """The tree of a git revision's job: the commit (its tree cannot change) and where it was read."""
     return {"kind": GIT, "root": revision.root, "repo": revision.repo_path, "prefix": revision.prefix,
-            "commit": revision.commit_sha, "max_bytes": max_bytes, "files": files}
+            "commit": revision.commit_sha, "max_bytes": max_bytes, "files": files, "pipeline": PIPELINE_VERSION}
 
 
 def same_source(previous: dict[str, Any] | None, kind: str, root: str, max_bytes: int,
                 commit: str | None = None) -> bool:
-    """Whether the last job read the same kind of source, from the same place, with the same size limit (and,
-    for a revision, the same commit)."""
-    if not previous or previous.get("kind") != kind:
+    """Whether the last job read the same kind of source, from the same place, with the same size limit and
+    the same pipelines (a new Lotsman that parses differently must re-index), and, for a revision, the same
+    commit."""
+    if not previous or previous.get("kind") != kind or previous.get("pipeline") != PIPELINE_VERSION:
         return False
     if previous.get("root") != root or previous.get("max_bytes") != max_bytes:
         return False

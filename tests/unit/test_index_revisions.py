@@ -14,6 +14,7 @@ from stores.indexing.files import STAT_RACY_NS, changed_since, is_candidate_path
 from stores.indexing.git_source import collect_revision, parse_tree_line, resolve_revision, split_batch
 from stores.indexing.records import ChunkRecord
 from stores.indexing.unchanged import FOLDER, GIT, same_source
+from stores.indexing.versions import PIPELINE_VERSION
 from stores.indexing.writer import RowOrigin, row_metadata
 from stores.layers import Layer
 from stores.sessions import RagSession, pick_revision_session, ref_matches
@@ -108,16 +109,22 @@ def test_code_rows_record_their_revision(layer: Layer, path: str, origin: RowOri
     assert record.metadata == {"qname": "m.f"}  # the cached record is not changed
 
 
+P = PIPELINE_VERSION
+
+
 @pytest.mark.parametrize(("previous", "kind", "root", "commit", "same"), [
-    ({"kind": FOLDER, "root": "/r", "max_bytes": 10}, FOLDER, "/r", None, True),
-    ({"kind": FOLDER, "root": "/r", "max_bytes": 9}, FOLDER, "/r", None, False),     # another size limit
-    ({"kind": FOLDER, "root": "/s", "max_bytes": 10}, FOLDER, "/r", None, False),
-    ({"kind": GIT, "root": "/r", "max_bytes": 10, "commit": SHA}, GIT, "/r", SHA, True),
-    ({"kind": GIT, "root": "/r", "max_bytes": 10, "commit": SHA}, GIT, "/r", "f" * 40, False),
-    ({"kind": GIT, "root": "/r", "max_bytes": 10, "commit": SHA}, FOLDER, "/r", None, False),
+    ({"kind": FOLDER, "root": "/r", "max_bytes": 10, "pipeline": P}, FOLDER, "/r", None, True),
+    ({"kind": FOLDER, "root": "/r", "max_bytes": 9, "pipeline": P}, FOLDER, "/r", None, False),  # another size limit
+    ({"kind": FOLDER, "root": "/s", "max_bytes": 10, "pipeline": P}, FOLDER, "/r", None, False),
+    ({"kind": FOLDER, "root": "/r", "max_bytes": 10, "pipeline": "docs-1+code-1+1"}, FOLDER, "/r", None, False),
+    ({"kind": FOLDER, "root": "/r", "max_bytes": 10}, FOLDER, "/r", None, False),  # recorded before versions were
+    ({"kind": GIT, "root": "/r", "max_bytes": 10, "commit": SHA, "pipeline": P}, GIT, "/r", SHA, True),
+    ({"kind": GIT, "root": "/r", "max_bytes": 10, "commit": SHA, "pipeline": P}, GIT, "/r", "f" * 40, False),
+    ({"kind": GIT, "root": "/r", "max_bytes": 10, "commit": SHA, "pipeline": P}, FOLDER, "/r", None, False),
     (None, FOLDER, "/r", None, False),
 ])
 def test_same_source(previous: dict | None, kind: str, root: str, commit: str | None, same: bool) -> None:
+    """A Lotsman whose pipelines parse differently re-indexes an unchanged folder (else old rows stay)."""
     assert same_source(previous, kind, root, 10, commit) is same
 
 
