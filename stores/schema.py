@@ -350,10 +350,18 @@ def existing_spaces(conn: psycopg.Connection) -> list[int]:
 
 
 def ensure_space(conn: psycopg.Connection, dim: int) -> str:
-    """Create the chunk table (and its indexes) of one embedding space if missing; refresh the view."""
+    """Create the chunk table (and its indexes) of one embedding space if missing; refresh the view.
+
+    A table that exists is left alone, without DDL: its indexes were created with it in one transaction, and
+    its HNSW index is dropped and rebuilt by bulk loads (`build_vector_index`). `CREATE INDEX IF NOT EXISTS`
+    on it waited behind another session's COPY, and raced a bulk load's rebuild of the HNSW index
+    (`UniqueViolation` on `pg_class_relname_nsp_index`).
+    """
     table = chunk_table(dim)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('lotsman_schema'))")
+        if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone() != (None,):
+            return table
         names = {
             "table": sql.Identifier(table),
             "dim": sql.Literal(dim),
