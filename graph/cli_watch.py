@@ -152,6 +152,11 @@ def _index_once(deps: Any, settings: Settings, root: Path, session: str) -> Inde
     with db.connection() as conn:
         ensure_tables(conn)
         found = find_session(conn, session)
+    if found is not None and found.commit_sha is not None:
+        # an incremental index of the working tree would silently replace the revision the session holds
+        raise UsageError(f"session '{printable(session)}' holds git revision {printable(found.git_ref or '')} "
+                         f"({found.commit_sha[:12]}): watch and hooks keep a working tree's session fresh; "
+                         "give another --session")
     embedder = make_embedder(found.embedder if found else settings.embedder, settings)
     return index_repository(db, root, session_name=session, embedder=embedder, incremental=True,
                             max_bytes=settings.max_file_bytes, batch_size=settings.embed_batch_size,
@@ -242,8 +247,30 @@ def hook_command(root: Path, session: str, data_dir: Path, log: Path) -> str:
     script = Path(sys.executable).parent / "lotsman"
     runner = [str(script)] if script.exists() else [sys.executable, "-m", "graph.cli"]
     command = " ".join(shlex.quote(p) for p in [*runner, "hook", "run", str(root), "--session", session])
-    return (f'LOTSMAN_DATA_DIR="${{LOTSMAN_DATA_DIR:-{data_dir}}}" nohup {command} '
+    # the default is quoted for the shell inside ${...:-...} (a `"`, `$` or backtick in the folder is data)
+    return (f"LOTSMAN_DATA_DIR=${{LOTSMAN_DATA_DIR:-{shlex.quote(str(data_dir))}}} nohup {command} "
             f">> {shlex.quote(str(log))} 2>&1 < /dev/null &")
+
+
+SHELLS = ("sh", "bash", "dash", "zsh", "ksh")
+"""Interpreters whose hook can take our shell block; a Python or Node hook would become a syntax error."""
+
+
+def hook_problem(name: str, path: Path, script: str | None) -> str | None:
+    """Why `hook install` must not edit this hook (None when it may): a symlink (its target may be shared), or
+    a script in another language."""
+    if path.is_symlink():
+        return f"{name} is a symlink ({printable(str(path))}): edit its target by hand or remove the link"
+    if script is None or not script.strip() or not script.startswith("#!"):
+        return None
+    words = script.partition("\n")[0][2:].split()
+    interpreter = Path(words[0]).name if words else ""
+    if interpreter == "env" and len(words) > 1:
+        interpreter = Path(words[1]).name
+    if interpreter not in SHELLS:
+        return (f"{name} is a {printable(interpreter or 'non-shell')} script: a shell block cannot go in it; "
+                f"call `lotsman hook run PATH --session NAME` from it by hand")
+    return None
 
 
 def _hook_install(args: argparse.Namespace, settings: Settings) -> int:
@@ -251,12 +278,19 @@ def _hook_install(args: argparse.Namespace, settings: Settings) -> int:
     hooks, git_dir = _git_dirs(root)
     block = hook_block(hook_command(root, args.session, settings.data_dir, git_dir / "lotsman-index.log"))
     hooks.mkdir(parents=True, exist_ok=True)
+    existing = {name: (hooks / name).read_text(encoding="utf-8") if (hooks / name).exists() else None
+                for name in HOOKS}
+    problems = [p for name in HOOKS if (p := hook_problem(name, hooks / name, existing[name]))]
+    if problems:  # checked for every hook first: nothing is changed
+        raise UsageError(f"{problems[0]}; no hook was changed")
     for name in HOOKS:
         path = hooks / name
-        existing = path.read_text(encoding="utf-8") if path.exists() else None
-        path.write_text(with_hook_block(existing, block), encoding="utf-8")
-        path.chmod(path.stat().st_mode | 0o111)
-        _say(f"{'updated' if existing else 'created'} {printable(str(path))}")
+        path.write_text(with_hook_block(existing[name], block), encoding="utf-8")
+        if existing[name] is None:
+            path.chmod(path.stat().st_mode | 0o111)
+        elif not path.stat().st_mode & 0o100:  # the user disabled it: left so, and said
+            _say(f"note: {printable(str(path))} is not executable, so git does not run it (left as it was)")
+        _say(f"{'updated' if existing[name] else 'created'} {printable(str(path))}")
     _say(f"after a commit, merge or checkout, session '{printable(args.session)}' is re-indexed from "
          f"{printable(str(root))} in the background (log: {printable(str(git_dir / 'lotsman-index.log'))})")
     return 0

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -64,7 +65,8 @@ def _host_name(host_header: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
-def rebinding_problem(local_address: str | None, host_header: str | None, origin: str | None) -> str | None:
+def rebinding_problem(local_address: str | None, host_header: str | None, origin: str | None,
+                      allowed_origins: frozenset[str] = frozenset()) -> str | None:
     """Why a request that reached the server on a loopback address is refused (DNS rebinding), or None.
 
     A web page on `evil.example` whose name the attacker points at 127.0.0.1 can make the browser of someone
@@ -72,14 +74,52 @@ def rebinding_problem(local_address: str | None, host_header: str | None, origin
     in `Host` and `Origin`. A request on a loopback address must name a loopback host (and origin, if any).
     Requests that arrived on another address (a server shared with a team on 0.0.0.0) are not judged here:
     the token is what protects those.
+
+    The same check stops any other web page the user visits from reading the local index: the server's API
+    answers every origin (CORS), so without it a page could list sessions and ask the graph cross-site.
+    `Origin: null` (a sandboxed frame, a `file:` page) is foreign too; `allowed_origins`
+    (`LOTSMAN_ALLOWED_ORIGINS`, LangGraph Studio by default) are let through.
     """
     if local_address is None or not _is_loopback(local_address):
         return None
     if not host_header or not _is_loopback(_host_name(host_header)):
         return f"Host {host_header!r} is not this machine: use http://127.0.0.1 or http://localhost"
-    if origin and origin != "null" and not _is_loopback(urlsplit(origin).hostname or ""):
-        return f"requests from the web page at {origin!r} are not accepted"
+    if origin and origin.rstrip("/") not in allowed_origins and (
+            origin == "null" or not _is_loopback(urlsplit(origin).hostname or "")):
+        return (f"requests from the web page at {origin!r} are not accepted "
+                "(add it to LOTSMAN_ALLOWED_ORIGINS to allow it)")
     return None
+
+
+class OriginGuard:
+    """Every request of the server (the LangGraph API, the web page, `/mcp`, websockets) behind
+    `rebinding_problem`: langgraph-api applies the custom app's middleware to all its routes."""
+
+    def __init__(self, app: ASGIApp, allowed_origins: frozenset[str] = frozenset()) -> None:
+        self.app, self.allowed = app, allowed_origins
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        server = scope.get("server")
+        problem = rebinding_problem(server[0] if server else None, headers.get("host"), headers.get("origin"),
+                                    self.allowed)
+        if problem is None:
+            await self.app(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": problem[:120]})
+        else:
+            body = json.dumps({"error": problem}).encode()
+            await send({"type": "http.response.start", "status": 403,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+
+
+def allowed_origins(settings: Settings) -> frozenset[str]:
+    return frozenset(o.strip().rstrip("/") for o in settings.allowed_origins.split(",") if o.strip())
 
 
 class GuardedEndpoint:
@@ -128,7 +168,8 @@ def build_app(settings: Settings | None = None, tools: LotsmanTools | None = Non
                 tools.close()
 
     routes = [Route(MCP_PATH, endpoint=endpoint), *(web.routes() if web_routes is None else web_routes)]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan,
+                     middleware=[Middleware(OriginGuard, allowed_origins=allowed_origins(settings))])
 
 
 app = build_app()

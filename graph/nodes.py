@@ -347,6 +347,8 @@ def link_base(config: RunnableConfig) -> str:
     """The base URL of the answer's citation links for this run ("" gives server-relative links)."""
     value = (config.get("metadata") or {}).get(BASE_URL_KEY) or (config.get("configurable") or {}).get(BASE_URL_KEY)
     return value.rstrip("/") if isinstance(value, str) and value.startswith(("http://", "https://")) else ""
+
+
 SOURCE_KEY = "lotsman_source"
 """Run-metadata key naming the door a question came through (`cli`, `mcp`, `web`); without it, `server`."""
 

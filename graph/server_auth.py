@@ -8,6 +8,7 @@ CLI on the server instead). Asking stays open unless a token is configured; then
 from __future__ import annotations
 
 import hmac
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID, uuid5
@@ -59,8 +60,18 @@ def touches_index_graph(resource: str, action: str, value: Mapping[str, Any] | A
     if resource == "assistants" and action in ("create", "update"):
         return value.get("graph_id") == INDEX_GRAPH
     if (resource, action) in (("threads", "create_run"), ("crons", "create"), ("crons", "update")):
-        return str(value.get("assistant_id")) in (INDEX_ASSISTANT_ID, INDEX_GRAPH)
+        payload = value.get("payload")  # a cron names its assistant inside its payload
+        named = value.get("assistant_id") or (payload.get("assistant_id") if isinstance(payload, Mapping) else None)
+        return _assistant(named) in (INDEX_ASSISTANT_ID, INDEX_GRAPH)
     return False
+
+
+def _assistant(named: Any) -> str:
+    """An assistant reference as compared: a uuid in its canonical form (any case or braces), else as given."""
+    try:
+        return str(uuid.UUID(str(named)))
+    except ValueError:
+        return str(named)
 
 
 def allowed(permissions: Sequence[str], resource: str, action: str, value: Any) -> bool:

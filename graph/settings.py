@@ -81,6 +81,10 @@ class Settings(BaseSettings):
     log_questions: bool = False
     """Record each question, its outcome and top files in `rag_question_log` (the input of `lotsman gaps`);
     off by default for the CLI (`LOTSMAN_LOG_QUESTIONS`)."""
+    allowed_origins: str = "https://smith.langchain.com"
+    """Comma-separated web origins (besides this machine's) whose pages may call a server listening on a
+    loopback address (`LOTSMAN_ALLOWED_ORIGINS`; LangGraph Studio by default): any other site's page is
+    refused, so that it cannot read the local index through the browser."""
     watch_debounce_ms: int = Field(default=800, ge=0)
     """`lotsman watch`: milliseconds of quiet after a change before the incremental re-index starts."""
 

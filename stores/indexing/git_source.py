@@ -89,11 +89,19 @@ def resolve_revision(path: Path, ref: str) -> Revision:
     else:
         lines = top.stdout.decode("utf-8", "surrogateescape").split("\n")
         repo, prefix = Path(lines[0]), (lines[1] if len(lines) > 1 else "")
-    got = _git(path, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    # no --end-of-options here (rev-parse has it since git 2.30 only): a ref starting with "-" is refused above
+    got = _git(path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if got.returncode != 0:
         raise IndexingError(f"no revision {ref!r} in {escaped_path(str(repo))}: give a tag, branch or commit "
                             "that exists there (`git tag`, `git branch -a`); nothing was indexed")
-    return Revision(repo_path=escaped_path(str(repo)), ref=ref, commit_sha=_first_line(got.stdout),
+    commit = _first_line(got.stdout)
+    folder = prefix.rstrip("/")
+    if folder and _git(path, "cat-file", "-e", f"{commit}:{folder}").returncode != 0:
+        # ls-tree would list nothing and exit 0: an empty snapshot would replace the session's index
+        raise IndexingError(f"{escaped_path(folder)} does not exist in revision {ref!r} of "
+                            f"{escaped_path(str(repo))}: index the repository's root or another revision; "
+                            "nothing was indexed")
+    return Revision(repo_path=escaped_path(str(repo)), ref=ref, commit_sha=commit,
                     root=escaped_path(str(path.resolve())), prefix=prefix)
 
 

@@ -194,6 +194,18 @@ def test_bad_revision_input_is_one_line(repo: Path, tmp_path: Path, where: str, 
     assert "\n" not in str(raised.value)
 
 
+def test_a_folder_the_revision_lacks_is_refused_not_indexed_empty(repo: Path) -> None:
+    """ls-tree lists nothing for a folder a revision lacks: indexed, the empty snapshot replaced the index."""
+    (repo / "later").mkdir()
+    (repo / "later/b.md").write_text("# B\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "two")
+    assert [f.path for f in collect_revision(resolve_revision(repo / "later", "HEAD")).files] == ["b.md"]
+    with pytest.raises(IndexingError, match="later does not exist in revision 'v1'") as raised:
+        resolve_revision(repo / "later", "v1")
+    assert "\n" not in str(raised.value)
+
+
 def test_stat_tree_lists_what_collect_files_would_vet(repo: Path) -> None:
     stats = stat_tree(repo)
     assert set(stats) == {"docs/a.md", "big.md", "empty.py", "link.md"}

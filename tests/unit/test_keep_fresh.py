@@ -14,6 +14,8 @@ from graph.cli_watch import (
     describe_changes,
     describe_report,
     hook_block,
+    hook_command,
+    hook_problem,
     is_busy,
     only_our_block,
     relevant_changes,
@@ -102,3 +104,36 @@ def test_only_a_held_lock_is_worth_waiting_for() -> None:
     assert is_busy(IndexingError("another index job (or a delete) is running for session 's': wait for it"))
     assert not is_busy(IndexingError("path not found: /x"))
     assert not is_busy(SessionNotFoundError("no session 's'"))
+
+
+@pytest.mark.parametrize(("script", "symlink", "refused"), [
+    (None, False, None),
+    ("", False, None),
+    ("#!/bin/sh\necho hi\n", False, None),
+    ("#!/usr/bin/env bash\necho hi\n", False, None),
+    ("echo no shebang\n", False, None),
+    ("#!/usr/bin/env python3\nprint('hi')\n", False, "python3 script"),
+    ("#!/usr/bin/node\n", False, "node script"),
+    ("#!/bin/sh\n", True, "symlink"),
+])
+def test_hook_install_edits_only_shell_hooks_it_owns(tmp_path: Path, script: str | None, symlink: bool,
+                                                     refused: str | None) -> None:
+    """A shell block put into a Python hook made it a syntax error; writing through a symlink edited a shared
+    target."""
+    path = tmp_path / "post-commit"
+    if symlink:
+        (tmp_path / "shared").write_text(script or "")
+        path.symlink_to(tmp_path / "shared")
+    problem = hook_problem("post-commit", path, script)
+    assert (problem is None) if refused is None else (problem is not None and refused in problem)
+
+
+def test_the_hooks_data_folder_is_shell_quoted(tmp_path: Path) -> None:
+    import subprocess
+
+    odd = tmp_path / 'a "b" $HOME `x`'
+    line = hook_command(tmp_path, "s", odd, tmp_path / "log")
+    assignment = line.split(" nohup ")[0]
+    got = subprocess.run(["sh", "-c", f"{assignment}; printf %s \"$LOTSMAN_DATA_DIR\""], capture_output=True,
+                         text=True, env={"PATH": "/usr/bin:/bin"}, check=True).stdout
+    assert got == str(odd)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from langgraph_sdk import Auth
 from pydantic import SecretStr
+from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from graph.http_app import bearer_problem, build_app, rebinding_problem
@@ -43,9 +46,32 @@ def test_bearer_problem(configured, authorization, problem) -> None:
     ("127.0.0.1", None, None, True),
     ("10.0.0.5", "lotsman.team.internal:2024", "http://docs.team.internal", False),  # a shared server
     (None, "anything", None, False),
+    ("127.0.0.1", "127.0.0.1:2024", "null", True),                # a sandboxed frame or a file: page
+    ("127.0.0.1", "127.0.0.1:2024", "https://smith.langchain.com", False),  # allowed (Studio, by default)
+    ("127.0.0.1", "127.0.0.1:2024", "https://smith.langchain.com.evil.example", True),
 ])
 def test_rebinding_problem(local, host, origin, refused) -> None:
-    assert (rebinding_problem(local, host, origin) is not None) is refused
+    allowed = frozenset({"https://smith.langchain.com"})
+    assert (rebinding_problem(local, host, origin, allowed) is not None) is refused
+
+
+def test_every_route_refuses_another_sites_page_on_a_loopback_server() -> None:
+    """The server's API answers every origin (CORS): without the guard any page the user visited could list
+    the sessions and ask the graph through their browser; the guard covers the web page's API as well."""
+    from starlette.responses import JSONResponse
+
+    def sessions(request: Any) -> JSONResponse:
+        return JSONResponse(["secret-session"])
+
+    app = build_app(Settings(), FakeTools(), web_routes=[Route("/lotsman/api/sessions", sessions)])
+    with TestClient(app, base_url="http://127.0.0.1:2024") as client:
+        assert client.get("/lotsman/api/sessions").status_code == 200
+        assert client.get("/lotsman/api/sessions", headers={"Origin": "http://localhost:3000"}).status_code == 200
+        refused = client.get("/lotsman/api/sessions", headers={"Origin": "https://evil.example"})
+        assert refused.status_code == 403 and "secret" not in refused.text
+        assert "LOTSMAN_ALLOWED_ORIGINS" in refused.json()["error"]
+        assert client.get("/lotsman/api/sessions", headers={"Origin": "null"}).status_code == 403
+        assert client.get("/lotsman/api/sessions", headers={"Host": "evil.example"}).status_code == 403
 
 
 def _app(token: str | None = None) -> TestClient:
@@ -102,6 +128,10 @@ def test_identify_with_the_token_may_index() -> None:
     ("assistants", "update", {"graph_id": "lotsman_index"}, True),
     ("assistants", "create", {"graph_id": "lotsman"}, False),
     ("crons", "create", {"assistant_id": INDEX_ASSISTANT_ID}, True),
+    ("crons", "create", {"payload": {"assistant_id": INDEX_ASSISTANT_ID}}, True),  # where langgraph-api puts it
+    ("crons", "update", {"payload": {"assistant_id": "lotsman_index"}}, True),
+    ("threads", "create_run", {"assistant_id": INDEX_ASSISTANT_ID.upper()}, True),
+    ("crons", "create", {"payload": {"assistant_id": "lotsman"}}, False),
     ("threads", "create", {"metadata": {}}, False),
     ("assistants", "read", {"assistant_id": INDEX_ASSISTANT_ID}, False),  # seeing it is fine, running it is not
     ("threads", "create_run", None, False),
