@@ -39,10 +39,11 @@ from stores.indexing.files import (
     stat_tree,
 )
 from stores.indexing.git_source import Revision, collect_revision, resolve_revision
-from stores.indexing.jobs import IndexReport
+from stores.indexing.jobs import IndexReport, last_done_job
 from stores.indexing.parsing import parse_file, parse_files
 from stores.indexing.records import ChunkRecord
 from stores.indexing.unchanged import folder_tree, revision_tree, unchanged_report
+from stores.indexing.versions import PIPELINE_VERSION
 from stores.repository import RagRepository
 from stores.schema import (
     build_vector_index,
@@ -659,7 +660,7 @@ def index_repository(
     sources = read_sources(root, max_bytes=max_bytes, revision=revision)
     # A revision is always a new snapshot (its rows carry its commit), and so is a folder after a revision.
     if (rebuild or not incremental or session.active_generation == 0 or revision is not None
-            or session.commit_sha is not None):
+            or session.commit_sha is not None or _pipeline_changed(db, session)):
         return index_snapshot(db, session, root, embedder, max_bytes=max_bytes, batch_size=batch_size,
                               progress=progress, parse_workers=parse_workers, rebuild=rebuild, revision=revision,
                               sources=sources)
@@ -680,6 +681,15 @@ def index_repository(
     report.files_unchanged = len(current) - len(upserts)
     report.files_seen = len(collected.files) + len(collected.skipped)
     return report
+
+
+def _pipeline_changed(db: Database, session: RagSession) -> bool:
+    """The session's rows were made by other pipelines (its last job recorded another version, or none): a
+    diff by blob sha would keep every unchanged file's old rows, so the job must be a snapshot (a Lotsman
+    that parses differently re-indexes once; issue 30's new layers reached sessions only with --full)."""
+    with db.connection() as conn:
+        last = last_done_job(conn, session.rag_session_id)
+    return last is None or not last.tree or last.tree.get("pipeline") != PIPELINE_VERSION
 
 
 def _drop_known_empty(db: Database, files: list[SourceFile], upserts: list[str],

@@ -266,3 +266,27 @@ def test_session_for_ref_picks_the_revision(db: Database, tagged_repo: Path, nam
     index_repository(db, tagged_repo, session_name=dup, embedder=fake, ref="v1", parse_workers=0)
     with db.connection() as conn, pytest.raises(UsageError, match="several sessions"):
         session_for_ref(conn, "v1", within=v1)
+
+
+@pytest.mark.usefixtures("cli_on_test_db")
+def test_rows_of_another_pipeline_version_are_rebuilt_though_no_file_changed(
+        tmp_path: Path, names: list[str], db: Database, capsys: pytest.CaptureFixture[str]) -> None:
+    """Upgrading Lotsman: a diff by blob sha kept every unchanged file's old rows, so new layers (issue 30)
+    reached a session only with --full; a session whose last job ran other pipelines is re-indexed whole."""
+    from stores.sessions import get_session
+
+    root = tmp_path / "docs"
+    _write(root, other_docs())
+    name = names[0]
+    assert _index_json(capsys, str(root), "--session", name)["kind"] == "snapshot"
+    assert _index_json(capsys, str(root), "--session", name)["noop"] is True
+    with db.connection() as conn:  # as if the rows were made by an older Lotsman
+        session = get_session(conn, name)
+        conn.execute("UPDATE rag_index_jobs SET counts = jsonb_set(counts, '{tree,pipeline}', '\"docs-1+code-1+1\"')"
+                     " WHERE rag_session_id = %s AND counts ? 'tree'", (session.rag_session_id,))
+    upgraded = _index_json(capsys, str(root), "--session", name)
+    # every file is processed again (here from the blob cache, whose key did not change; after a real upgrade
+    # the key carries the new version, so the files are parsed again)
+    assert upgraded["noop"] is False and upgraded["kind"] == "snapshot"
+    assert upgraded["parsed"] + upgraded["cache_hits"] == 8
+    assert _index_json(capsys, str(root), "--session", name)["noop"] is True  # and the next run is a no-op again
