@@ -48,7 +48,7 @@ def alias_entries(rows: Iterable[Mapping[str, Any]], unpinned: Collection[str] =
             overview) would otherwise be pinned as the answer to every question.
     """
     docs_of: dict[str, dict[str, None]] = defaultdict(dict)
-    domain_of: dict[str, tuple[str | None, str | None]] = {}
+    domains_of: dict[str, set[tuple[str | None, str | None]]] = defaultdict(set)
     endpoints: dict[str, dict[str, None]] = defaultdict(dict)
 
     def add(term: str, path: str, meta: Mapping[str, Any]) -> None:
@@ -58,8 +58,8 @@ def alias_entries(rows: Iterable[Mapping[str, Any]], unpinned: Collection[str] =
         docs_of[term][path] = None
         # Only a domain the author declared (frontmatter) may narrow retrieval; a domain guessed from the
         # path ("tutorial") would hard-filter away every other part of the tree.
-        if meta.get("has_frontmatter"):
-            domain_of.setdefault(term, (meta.get("domain") or None, meta.get("subdomain") or None))
+        declared = meta.get("domain") or None if meta.get("has_frontmatter") else None
+        domains_of[term].add((declared, (meta.get("subdomain") or None) if declared else None))
 
     for row in rows:
         path, layer, meta = row["path"], row["layer"], row.get("metadata") or {}
@@ -90,7 +90,11 @@ def alias_entries(rows: Iterable[Mapping[str, Any]], unpinned: Collection[str] =
     entries = [AliasEntry(term=word) for word in title_words(rows) if word not in docs_of]
     unpinned = {u.lower() for u in unpinned}
     for term, docs in docs_of.items():
-        domain, subdomain = domain_of.get(term, (None, None))
+        # The term's domain only when every document it points at declares that one: the first document's
+        # became a hard retrieval filter that kept the term's other documents out (a test fixture's `rag`
+        # kept out the policy page that answers how a profile is chosen).
+        declared_domains = domains_of.get(term, set())
+        domain, subdomain = next(iter(declared_domains)) if len(declared_domains) == 1 else (None, None)
         if term in unpinned or len(docs) > MAX_DOCS_PER_ALIAS:
             entries.append(AliasEntry(term=term))
         else:

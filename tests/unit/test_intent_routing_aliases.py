@@ -135,3 +135,20 @@ def test_package_names_stay_aliases_but_pin_no_document() -> None:
     assert entries["cors"].docs == ("docs/cors.md",)
     pinned = {e.term: e for e in alias_entries(rows)[0]}
     assert pinned["tool"].docs == ("skills/tool/SKILL.md",) and pinned["tool"].domain == "tool"
+
+
+@pytest.mark.parametrize(("domains", "expected"), [
+    (["rag", "rag"], "rag"),
+    (["rag", "qa"], None),     # the first document's domain became a hard filter that hid the other page
+    (["rag", None], None),     # a page without a declared domain would be filtered away just the same
+    ([None, None], None),
+])
+def test_a_term_takes_a_domain_only_when_all_its_documents_declare_it(domains: list[str | None],
+                                                                      expected: str | None) -> None:
+    from nodes.intent_routing.alias_index import alias_entries
+
+    rows = [{"path": f"docs/{i}.md", "layer": "D1_DOCUMENT_CATALOG", "title": "Retrieval",
+             "metadata": {"has_frontmatter": domain is not None, "domain": domain, "tags": ["retrieval"]}}
+            for i, domain in enumerate(domains)]
+    entries = {e.term: e for e in alias_entries(rows)[0]}
+    assert len(entries["retrieval"].docs) == 2 and entries["retrieval"].domain == expected
