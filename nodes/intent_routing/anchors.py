@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from typing import Any
 
 from nodes.intent_routing.aliases import AliasIndex
 from nodes.intent_routing.lexicon import (
@@ -88,6 +90,17 @@ def detect_markers(normalized_query: str, *, has_target: bool = False) -> Marker
     )
 
 
+def process_domain_entry(entries: Sequence[Any]) -> Any | None:
+    """The matched alias entry whose `domain` (and `subdomain`) the route takes: the first one with a domain,
+    when every matched entry with a domain names the same one. Entries naming different domains leave the
+    process domain unset: the domain becomes a hard retrieval filter, and the first match's domain (a test
+    fixture's `rag`) had kept the page that answers («как выбирается профиль», domain `qa`) out of retrieval."""
+    with_domain = [e for e in entries if e.domain]
+    if not with_domain or len({e.domain for e in with_domain}) > 1:
+        return None
+    return with_domain[0]
+
+
 def extract_anchors(
     normalized_query: str, terms: TargetTermsAnalysis, aliases: AliasIndex | None = None
 ) -> AnchorAnalysis:
@@ -111,7 +124,7 @@ def extract_anchors(
             entity_names.append(token)
     endpoint_docs = [d for p in terms.endpoint_paths for d in (aliases.endpoint_docs(p) if aliases else [])]
     hints = dict.fromkeys([*terms.alias_docs, *endpoint_docs, *file_names])
-    with_domain = next((m.entry for m in terms.alias_matches if m.entry.domain), None)
+    with_domain = process_domain_entry([m.entry for m in terms.alias_matches])
     has_target = bool(terms.identifiers or terms.endpoint_paths or entity_names)
     anchors = RouteAnchors(
         entity_names=list(dict.fromkeys(entity_names)),

@@ -152,3 +152,17 @@ def test_a_term_takes_a_domain_only_when_all_its_documents_declare_it(domains: l
             for i, domain in enumerate(domains)]
     entries = {e.term: e for e in alias_entries(rows)[0]}
     assert len(entries["retrieval"].docs) == 2 and entries["retrieval"].domain == expected
+
+
+@pytest.mark.parametrize(("domains", "expected"), [
+    (["rag", "rag"], "rag"),
+    ([None, "rag"], "rag"),    # a matched term without a domain says nothing about it
+    (["rag", "qa"], None),     # two matched terms of different domains: no hard filter
+    ([None], None),
+])
+def test_the_route_takes_a_process_domain_only_when_the_matched_terms_agree(domains: list[str | None],
+                                                                           expected: str | None) -> None:
+    from nodes.intent_routing.anchors import process_domain_entry
+
+    entry = process_domain_entry([AliasEntry(term=f"t{i}", domain=d) for i, d in enumerate(domains)])
+    assert (entry.domain if entry is not None else None) == expected

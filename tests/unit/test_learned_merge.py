@@ -59,7 +59,8 @@ def test_the_model_orders_the_evidence_and_the_gate_reads_the_rrf_order() -> Non
     assert [r.id for r in rrf.rows] == ["near", "far"]
     assert [r.id for r in learned.rows] == ["far", "near"]
     assert learned.rows[0].scores["learned"] == pytest.approx(10.0)
-    assert (learned.gate.passed, learned.gate.reason, learned.relevant) == (rrf.gate.passed, rrf.gate.reason, rrf.relevant)
+    assert (learned.gate.passed, learned.gate.reason, learned.relevant) == (
+        rrf.gate.passed, rrf.gate.reason, rrf.relevant)
     assert learned.gate.signals is not None and rrf.gate.signals is not None
     assert (learned.gate.signals.ranker_top, learned.gate.signals.ranker_margin) == (10.0, 10.0)  # recorded
     assert (rrf.gate.signals.ranker_top, rrf.gate.signals.ranker_margin) == (None, None)

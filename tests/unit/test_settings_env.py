@@ -82,7 +82,8 @@ def test_secret_values_are_never_echoed() -> None:
 
     secrets = [name for model in (Settings, GigaChatSettings) for name, field in model.model_fields.items()
                if "SecretStr" in str(field.annotation)]
-    assert secrets == ["langsmith_api_key", "auth_token", "credentials"]  # any string is valid: they cannot fail validation
+    # any string is valid: they cannot fail validation
+    assert secrets == ["langsmith_api_key", "auth_token", "credentials"]
     assert GigaChatSettings(credentials=SecretStr("x")).enabled
 
 
