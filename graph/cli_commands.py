@@ -261,6 +261,7 @@ def _print_answer(out: dict[str, Any], *, as_json: bool) -> None:
             "abstained": out.get("abstained", False),
             "answer_mode": out.get("answer_mode", "offline"),
             "offline_reason": out.get("offline_reason", ""),
+            "revision": out.get("revision"),
             "timings_ms": out.get("timings_ms", {}),
         }
         print(json.dumps(payload, ensure_ascii=False, indent=2))

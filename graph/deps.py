@@ -84,8 +84,11 @@ class SessionBundle:
 
     @property
     def ref(self) -> SessionRef:
-        return SessionRef(rag_session_id=self.session.rag_session_id, name=self.session.name,
-                          generation=self.session.active_generation)
+        s = self.session
+        revision = ({"repo": s.repo_path or "", "ref": s.git_ref or "", "commit": s.commit_sha}
+                    if s.commit_sha else None)
+        return SessionRef(rag_session_id=s.rag_session_id, name=s.name, generation=s.active_generation,
+                          revision=revision)
 
 
 RetrieveFn = Callable[[SessionBundle, StandaloneRequest, RouteResult, RetrievalPlan, CodePlan | None, Context],

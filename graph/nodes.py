@@ -329,6 +329,7 @@ def answer_composition(deps: GraphDeps) -> Node:
             "answer": text, "citations": citations, "abstained": answer.abstained,
             "citations_removed": list(answer.removed_citations),
             "answer_mode": budget.answer_mode, "offline_reason": budget.offline_reason, "llm_budget": budget,
+            "revision": state["session"].revision if "session" in state else None,
             # The chat UIs' answer: citations as links; the streamed message's id, so it is replaced in place.
             "messages": [AIMessage(id=answer.stream_id, content=linked, response_metadata={
                 "citations": citations, "abstained": answer.abstained, "answer_mode": budget.answer_mode})],

@@ -31,6 +31,8 @@ class SessionRef(BaseModel):
     name: str
     generation: int
     """`active_generation` when the turn began: every stage of the turn uses the same bundle."""
+    revision: dict[str, str] | None = None
+    """The git revision the session was indexed from (`{repo, ref, commit}`), None for a working tree."""
 
 
 class RetrievalReport(BaseModel):
@@ -86,6 +88,9 @@ class OutputState(TypedDict, total=False):
     case the answer text ends with a line saying so."""
     offline_reason: str
     """Why the request ran offline (`intent_routing: no answer within 3s`); "" in `llm` mode."""
+    revision: dict[str, str] | None
+    """The git revision the answer was read from (`{repo, ref, commit}`; `lotsman index --ref`), None when
+    the session holds a working tree."""
 
 
 class State(InputState, OutputState, total=False):

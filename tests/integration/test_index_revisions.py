@@ -139,10 +139,12 @@ def test_two_tags_answer_from_their_own_revision(tagged_repo: Path, names: list[
     assert "7 times" in answers[v2] and "3 times" not in answers[v2]
     assert "11 times" not in answers[v1] + answers[v2]  # the working tree was never read
     # `ask --ref` picks the session of that revision, by tag or by commit prefix
-    for ref, fact in (("v1", "3 times"), (sha2[:10], "7 times")):
+    for ref, fact, sha in (("v1", "3 times", sha1), (sha2[:10], "7 times", sha2)):
         code, out, err = _run(capsys, "ask", QUESTION, "--ref", ref, "--json")
         assert code == 0, err
-        assert fact in json.loads(out)["answer"]
+        got = json.loads(out)
+        assert fact in got["answer"]
+        assert got["revision"]["commit"] == sha  # the answer says which commit it was read from
     code, _, err = _run(capsys, "ask", QUESTION, "--ref", "v9", "--json")
     assert code == 4 and err.count("\n") == 1 and "v9" in err
 
