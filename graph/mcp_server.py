@@ -261,8 +261,9 @@ def one_line(exc: BaseException) -> str:
     lost = lost_database(exc)
     if lost is not None:
         return printable(lost)
-    first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
-    return printable(f"unexpected {type(exc).__name__}: {first}" if first else f"unexpected {type(exc).__name__}")
+    # Its text may carry SQL, host or user names: the client reads the kind, the server's log the rest.
+    log.error("MCP tool failed", exc_info=exc)
+    return printable(f"unexpected {type(exc).__name__} (details in the server's log)")
 
 
 # --- the tools' work -------------------------------------------------------------------------------------------------
