@@ -331,9 +331,21 @@ class WebApi:
         return await self._call(request, work)
 
     async def feedback(self, request: Request) -> Response:
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
-            return _error(f"request body larger than {MAX_BODY_BYTES // 1024} KiB", 413)
+        # the token and the size first: an anonymous client must not make the server buffer a large body
+        problem = auth_problem(request.headers.get("authorization"), self.token(), request.headers.get("x-api-key"))
+        if problem:
+            return _error(problem, Unauthorized.status)
+        too_large = _error(f"request body larger than {MAX_BODY_BYTES // 1024} KiB", 413)
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            return too_large
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                return too_large
+            chunks.append(chunk)
+        body = b"".join(chunks)
 
         def work() -> dict[str, Any]:
             try:

@@ -224,3 +224,18 @@ def test_token_guards_every_endpoint_but_the_page(backend: FakeBackend) -> None:
     assert backend.reads == [] and backend.votes == []
     ok = client.get("/lotsman/api/sessions", headers={"Authorization": "Bearer s3cret"})
     assert ok.status_code == 200
+
+
+def test_feedback_checks_the_token_before_reading_a_large_body(backend: FakeBackend) -> None:
+    """An anonymous client made the server buffer the whole body before the token was checked."""
+    client = client_for(backend, token="s3cret")
+    res = client.post("/lotsman/api/feedback", content=b"x" * 300_000, headers={"Content-Type": "application/json"})
+    assert res.status_code == 401
+
+    def chunks():  # no Content-Length: the cap applies while reading
+        for _ in range(40):
+            yield b"x" * 10_000
+
+    res = client.post("/lotsman/api/feedback", content=chunks(),
+                      headers={"Content-Type": "application/json", "Authorization": "Bearer s3cret"})
+    assert res.status_code == 413 and backend.votes == []
