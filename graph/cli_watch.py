@@ -319,18 +319,63 @@ def _hook_uninstall(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def runner_files(git_dir: Path, session: str) -> tuple[Path, Path]:
+    """(the lock, the "index again" mark) of a session's hook runners, in the git folder."""
+    import hashlib
+
+    key = hashlib.sha1(session.encode()).hexdigest()[:12]
+    return git_dir / f"lotsman-{key}.lock", git_dir / f"lotsman-{key}.pending"
+
+
+@contextmanager
+def hook_runner_lock(git_dir: Path, session: str) -> Iterator[bool]:
+    """One `hook run` per repository and session at a time (an advisory file lock in the git folder):
+    yields False when another runner holds it. A rebase's hundred post-commits started a hundred runners,
+    each holding a database connection while it waited for the session's lock."""
+    import fcntl
+
+    with runner_files(git_dir, session)[0].open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _hook_run(args: argparse.Namespace, settings: Settings) -> int:
-    """What a hook runs: the incremental index, after waiting for another job of the session to end."""
+    """What a hook runs: the incremental index, after waiting for another job of the session to end. A
+    runner that finds another one running leaves a mark and exits; the running one indexes again once it is
+    done, so the last commit of a burst is indexed by one process."""
+    root = _existing_folder(args.path)
+    _, git_dir = _git_dirs(root)
+    pending = runner_files(git_dir, args.session)[1]
+    with hook_runner_lock(git_dir, args.session) as mine:
+        if not mine:
+            pending.touch()
+            _say(f"{time.strftime('%Y-%m-%d %H:%M:%S')} another run is indexing session "
+                 f"'{printable(args.session)}': it will index again when done")
+            return 0
+        while True:
+            pending.unlink(missing_ok=True)
+            _hook_index(settings, root, args.session)
+            if not pending.exists():
+                return 0
+
+
+def _hook_index(settings: Settings, root: Path, session: str) -> None:
     from graph.cli_commands import open_deps
 
-    root = _existing_folder(args.path)
     deadline = time.monotonic() + BUSY_WAIT_S
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     with open_deps(settings, production=False) as deps:
         while True:
             try:
-                _say(f"{stamp} {describe_report(_index_once(deps, settings, root, args.session))}")
-                return 0
+                _say(f"{stamp} {describe_report(_index_once(deps, settings, root, session))}")
+                return
             except LotsmanError as exc:
                 if not is_busy(exc) or time.monotonic() > deadline:
                     raise

@@ -137,3 +137,16 @@ def test_the_hooks_data_folder_is_shell_quoted(tmp_path: Path) -> None:
     got = subprocess.run(["sh", "-c", f"{assignment}; printf %s \"$LOTSMAN_DATA_DIR\""], capture_output=True,
                          text=True, env={"PATH": "/usr/bin:/bin"}, check=True).stdout
     assert got == str(odd)
+
+
+def test_one_hook_runner_per_session_at_a_time(tmp_path: Path) -> None:
+    """A rebase's hundred post-commits started a hundred runners, each holding a database connection."""
+    from graph.cli_watch import hook_runner_lock, runner_files
+
+    with (hook_runner_lock(tmp_path, "docs") as first, hook_runner_lock(tmp_path, "docs") as second,
+          hook_runner_lock(tmp_path, "other") as other):
+        assert (first, second, other) == (True, False, True)
+    with hook_runner_lock(tmp_path, "docs") as again:
+        assert again  # released when the runner ends
+    lock, pending = runner_files(tmp_path, "docs")
+    assert runner_files(tmp_path, "docs") == (lock, pending) and lock != runner_files(tmp_path, "other")[0]
