@@ -12,7 +12,6 @@ from concurrent.futures import Future
 from typing import Any, Literal, TypeVar
 
 import httpx
-from gigachat.exceptions import GigaChatException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -21,7 +20,12 @@ from nodes.intent_routing.prompts import RouterPrompts, load_prompts, render_mes
 from nodes.llm_budget import NOSTREAM, LLMUnavailable, as_unavailable
 
 DEFAULT_TIMEOUT_S = 8.0
-DEFAULT_LLM_ERRORS: tuple[type[BaseException], ...] = (GigaChatException, httpx.HTTPError, TimeoutError)
+def default_llm_errors() -> tuple[type[BaseException], ...]:
+    """The errors a router call falls back on. The GigaChat SDK is imported here, when a router is built
+    with a chat model, not with this module: an offline `lotsman ask` paid ~55 ms for it."""
+    from gigachat.exceptions import GigaChatException
+
+    return (GigaChatException, httpx.HTTPError, TimeoutError)
 """GigaChat API errors, httpx transport/status errors (the SDK raises these bare), timeouts."""
 StructuredMethod = Literal["function_calling", "json_schema", "text"]
 _FENCE_RE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
@@ -59,10 +63,11 @@ class LLMRouter:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         method: StructuredMethod = "function_calling",
         prompts: RouterPrompts | None = None,
-        errors: tuple[type[BaseException], ...] = DEFAULT_LLM_ERRORS,
+        errors: tuple[type[BaseException], ...] | None = None,
     ) -> None:
         self.prompts = prompts or load_prompts()
         self.timeout_s = timeout_s
+        errors = errors if errors is not None else default_llm_errors()
         self.errors = errors
         self._caught: tuple[type[BaseException], ...] = (TimeoutError, *errors)  # our own limit, always
         # "nostream": the router's function-call chunks are an internal step, not the answer; LangGraph's

@@ -14,7 +14,6 @@ from nodes.intent_routing.confidence import adjust_confidence
 from nodes.intent_routing.fallback import fallback_route
 from nodes.intent_routing.features import QueryFeatures, build_features
 from nodes.intent_routing.llm import (
-    DEFAULT_LLM_ERRORS,
     DEFAULT_TIMEOUT_S,
     LLMRouter,
     LLMRouterUnavailable,
@@ -54,7 +53,7 @@ class IntentRouter:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         structured_method: StructuredMethod = "function_calling",
         prompts: RouterPrompts | None = None,
-        llm_errors: tuple[type[BaseException], ...] = DEFAULT_LLM_ERRORS,
+        llm_errors: tuple[type[BaseException], ...] | None = None,
     ) -> None:
         self.aliases = aliases
         self.llm_router = (
