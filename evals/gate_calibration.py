@@ -20,6 +20,7 @@ import dataclasses
 import itertools
 import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,13 @@ def load_cases(paths: list[Path]) -> dict[str, list[tuple[bool, GateSignals]]]:
 
 
 def score(cases: list[tuple[bool, GateSignals]], t: GateThresholds) -> dict[str, float | None]:
-    passed = [(answerable, decide(s, t).passed) for answerable, s in cases]
+    return score_with(cases, lambda s: decide(s, t).passed)
+
+
+def score_with(cases: list[tuple[bool, GateSignals]], passes: Callable[[GateSignals], bool]
+               ) -> dict[str, float | None]:
+    """Abstention precision and recall and the share of answerable cases answered when `passes` decides."""
+    passed = [(answerable, passes(s)) for answerable, s in cases]
     abstained = [a for a, p in passed if not p]
     unanswerable = [p for a, p in passed if not a]
     answerable = [p for a, p in passed if a]
@@ -199,25 +206,13 @@ def loco_learned(corpora: dict[str, list[tuple[bool, GateSignals]]], *, with_ran
         rules = objective({n: score(c, GateThresholds()) for n, c in train.items()})
         best: tuple[tuple[float, float], float] | None = None
         for threshold in np.arange(0.05, 0.96, 0.05):
-            got = objective({n: _score_with(c, lambda s, t=threshold, w=w: learned_passes(w, s, t))
+            got = objective({n: score_with(c, lambda s, t=threshold, w=w: learned_passes(w, s, t))
                              for n, c in train.items()})
             if got[1] >= rules[1] - 1e-9 and (best is None or got > best[0]):
                 best = (got, float(threshold))
         threshold = best[1] if best else 0.5
-        out[held] = _score_with(corpora[held], lambda s, t=threshold, w=w: learned_passes(w, s, t))
+        out[held] = score_with(corpora[held], lambda s, t=threshold, w=w: learned_passes(w, s, t))
     return out
-
-
-def _score_with(cases: list[tuple[bool, GateSignals]], passes: Any) -> dict[str, float | None]:
-    passed = [(answerable, passes(s)) for answerable, s in cases]
-    abstained = [a for a, p in passed if not p]
-    unanswerable = [p for a, p in passed if not a]
-    answerable = [p for a, p in passed if a]
-    return {
-        "abst_p": sum(not a for a in abstained) / len(abstained) if abstained else None,
-        "abst_r": sum(not p for p in unanswerable) / len(unanswerable) if unanswerable else None,
-        "answered": sum(answerable) / len(answerable) if answerable else None,
-    }
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ corpus and written, with its feature names and the table, to `nodes/context_anal
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,8 @@ import numpy as np
 
 from evals.cases import load_dataset
 from evals.facts import fact_in_text
-from evals.suites import SUITES, assemble_corpus
+from evals.suites import assemble_corpus
+from evals.train_ranker import export, import_lightgbm, pinned_suites, write_model
 from stores.errors import LotsmanError
 
 PARAMS: dict[str, Any] = {
@@ -112,45 +112,28 @@ def _worst_gain(table: dict[str, dict[str, float]]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     from nodes.context_analysis.lead_model import LEAD_FEATURES, LEAD_MODEL_PATH
-    from nodes.context_retrieval.learned_ranker import MODEL_FORMAT, parse_model
 
     parser = argparse.ArgumentParser(prog="python -m evals.train_lead", description=__doc__.splitlines()[0])
     parser.add_argument("--corpora-dir", type=Path, help="where corpora are assembled (default: the eval's)")
     parser.add_argument("--out", type=Path, default=LEAD_MODEL_PATH, help=f"model file (default {LEAD_MODEL_PATH})")
     parser.add_argument("--dry-run", action="store_true", help="print the leave-one-corpus-out table only")
-    parser.add_argument("--groups", type=Path, help="keep the collected candidates in this file and reuse them "
-                        "(a faster second run with the same corpora and code)")
     args = parser.parse_args(argv)
-    try:
-        import lightgbm as lgb
-    except ImportError:
-        print("error: training needs LightGBM: pip install lightgbm (in the dev extra); running the model "
-              "needs numpy only", file=sys.stderr)
+    lgb = import_lightgbm()
+    if lgb is None:
         return 2
-    from evals.train_ranker import export
     from graph.settings import get_settings
 
     settings = get_settings()
     cache_dir = args.corpora_dir or settings.data_dir / "corpora"
     groups: list[Group] = []
-    if args.groups is not None and args.groups.exists():
-        import pickle
-
-        groups = pickle.loads(args.groups.read_bytes())  # noqa: S301 - the file this command wrote
     try:
-        for suite in SUITES.values() if not groups else ():
-            if suite.assemble is None:  # this repository: not pinned, it changes with every commit
-                continue
+        for suite in pinned_suites():
             got = collect(suite.name, assemble_corpus(suite, cache_dir), Path(suite.dev), settings)
             print(f"{suite.name}: {len(got)} dev questions with a passage stating a key fact", file=sys.stderr)
             groups += got
     except (LotsmanError, OSError) as exc:  # a corpus folder it cannot write, no database, a bad dataset
         print(f"error: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", 1)
-    if args.groups is not None and not args.groups.exists():
-        import pickle
-
-        args.groups.write_bytes(pickle.dumps(groups))
     tables = {setting: leave_one_corpus_out(groups, lgb, *setting) for setting in GRID}
     for (leaves, rounds), t in tables.items():
         print(f"{leaves} leaves, {rounds} rounds: macro {t['macro']['rule']:.3f} → {t['macro']['learned']:.3f}, "
@@ -172,9 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"params": {**PARAMS, "num_leaves": setting[0]}, "rounds": setting[1],
             "corpora": sorted({g.corpus for g in groups}),
             "questions": len(groups), "embedder": settings.embedder, "leave_one_corpus_out": table}
-    data = {**export(model, 0.0, meta), "features": list(LEAD_FEATURES), "format": MODEL_FORMAT}
-    parse_model(data, expected=LEAD_FEATURES, trainer="python -m evals.train_lead")  # it must load before it is written
-    args.out.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+    data = export(model, 0.0, meta, LEAD_FEATURES)
+    write_model(data, args.out, expected=LEAD_FEATURES, trainer="python -m evals.train_lead")
     print(f"wrote {args.out} ({len(data['trees'])} trees over {len(LEAD_FEATURES)} features)")
     return 0
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,7 +141,8 @@ def leave_one_corpus_out(queries: list[Query], lgb: Any, params: dict[str, Any],
     return {c: {k: round(float(v), 4) for k, v in r.items()} for c, r in table.items()}
 
 
-def export(booster: Any, prior_weight: float, meta: dict[str, Any]) -> dict[str, Any]:
+def export(booster: Any, prior_weight: float, meta: dict[str, Any], features: Sequence[str] = FEATURES
+           ) -> dict[str, Any]:
     """The booster as the numpy-evaluable JSON of `learned_ranker.parse_model`."""
     trees = []
     for info in booster.dump_model()["tree_info"]:
@@ -163,8 +165,31 @@ def export(booster: Any, prior_weight: float, meta: dict[str, Any]) -> dict[str,
 
         walk(info["tree_structure"])
         trees.append(tree)
-    return {"format": MODEL_FORMAT, "features": list(FEATURES), "prior_weight": prior_weight, "trees": trees,
+    return {"format": MODEL_FORMAT, "features": list(features), "prior_weight": prior_weight, "trees": trees,
             "meta": meta}
+
+
+def import_lightgbm() -> Any | None:
+    """LightGBM (the dev extra), or None after one error line: training needs it, running a model does not."""
+    try:
+        import lightgbm
+    except ImportError:
+        print("error: training needs LightGBM: pip install lightgbm (in the dev extra); running the model "
+              "needs numpy only", file=sys.stderr)
+        return None
+    return lightgbm
+
+
+def pinned_suites() -> list[Any]:
+    """The registered corpora a model is trained on: every one with a pinned assemble script (this
+    repository's own set is not pinned: it changes with every commit)."""
+    return [suite for suite in SUITES.values() if suite.assemble is not None]
+
+
+def write_model(data: dict[str, Any], out: Path, *, expected: Sequence[str], trainer: str) -> None:
+    """Write a model file, after checking that it loads as the graph will load it."""
+    parse_model(data, expected=expected, trainer=trainer)
+    out.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
 
 
 def print_table(table: dict[str, dict[str, float]]) -> None:
@@ -182,11 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=MODEL_PATH, help=f"model file (default {MODEL_PATH})")
     parser.add_argument("--dry-run", action="store_true", help="print the leave-one-corpus-out table only")
     args = parser.parse_args(argv)
-    try:
-        import lightgbm as lgb
-    except ImportError:
-        print("error: training needs LightGBM: pip install lightgbm (in the dev extra); running the model "
-              "needs numpy only", file=sys.stderr)
+    lgb = import_lightgbm()
+    if lgb is None:
         return 2
     from graph.deps import GraphDeps
     from graph.settings import get_settings
@@ -196,9 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     deps = GraphDeps(settings=settings)
     queries: list[Query] = []
     try:
-        for suite in SUITES.values():
-            if suite.assemble is None:  # this repository: not pinned, it changes with every commit
-                continue
+        for suite in pinned_suites():
             corpus = assemble_corpus(suite, cache_dir)
             got = collect(suite.name, corpus, Path(suite.dev), settings, deps)
             print(f"{suite.name}: {len(got)} dev questions, {sum(len(q.y) for q in got)} candidates", file=sys.stderr)
@@ -224,8 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"params": PARAMS, "rounds": ROUNDS, "corpora": sorted({q.corpus for q in queries}),
             "questions": len(queries), "embedder": settings.embedder, "leave_one_corpus_out": table}
     data = export(model, weight, meta)
-    parse_model(data)  # the file must load before it is written
-    args.out.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+    write_model(data, args.out, expected=FEATURES, trainer="python -m evals.train_ranker")
     print(f"wrote {args.out} ({len(data['trees'])} trees over {len(FEATURES)} features)")
     return 0
 

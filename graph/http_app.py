@@ -111,11 +111,16 @@ class OriginGuard:
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008, "reason": problem[:120]})
         else:
-            body = json.dumps({"error": problem}).encode()
-            await send({"type": "http.response.start", "status": 403,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            await send_error(send, 403, problem)
+
+
+async def send_error(send: Send, status: int, problem: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    """A JSON `{"error": problem}` response straight over ASGI."""
+    body = json.dumps({"error": problem}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *(extra or [])]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def allowed_origins(settings: Settings) -> frozenset[str]:
@@ -123,27 +128,19 @@ def allowed_origins(settings: Settings) -> frozenset[str]:
 
 
 class GuardedEndpoint:
-    """The MCP endpoint behind the token check and the DNS-rebinding check (a 401 or 403 with one line)."""
+    """The MCP endpoint behind the token check (a 401 with one line); the app's `OriginGuard` has already
+    refused foreign hosts and pages."""
 
     def __init__(self, app: ASGIApp, token: str | None) -> None:
         self.app, self.token = app, token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        server = scope.get("server")
-        problem = rebinding_problem(server[0] if server else None, headers.get("host"), headers.get("origin"))
-        status, extra = 403, []
-        if problem is None:
-            problem = bearer_problem(self.token, headers.get("authorization"))
-            status, extra = 401, [(b"www-authenticate", b'Bearer realm="lotsman"')]
+        problem = bearer_problem(self.token, headers.get("authorization"))
         if problem is None:
             await self.app(scope, receive, send)
-            return
-        body = json.dumps({"error": problem}).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                *extra]})
-        await send({"type": "http.response.body", "body": body})
+        else:
+            await send_error(send, 401, problem, [(b"www-authenticate", b'Bearer realm="lotsman"')])
 
 
 def build_app(settings: Settings | None = None, tools: LotsmanTools | None = None,
@@ -152,8 +149,8 @@ def build_app(settings: Settings | None = None, tools: LotsmanTools | None = Non
     settings = settings or get_settings()
     tools = tools or LotsmanTools(settings)
     server = build_server(tools, warm=True)
-    # Host checks are GuardedEndpoint's (loopback only): the SDK's own allow-list would refuse a team's
-    # server reached by its name.
+    # Host checks are OriginGuard's (loopback only): the SDK's own allow-list would refuse a team's server
+    # reached by its name.
     server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True, json_response=True,
                                transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
     token = settings.auth_token.get_secret_value() if settings.auth_token else None

@@ -304,10 +304,15 @@ class WebApi:
     def __init__(self, backend: WebBackend, token: Callable[[], str | None]) -> None:
         self.backend, self.token = backend, token
 
-    async def _call(self, request: Request, work: Callable[[], Any]) -> Response:
+    def _refused(self, request: Request) -> Response | None:
+        """A 401 when a token is configured and the request does not carry it."""
         problem = auth_problem(request.headers.get("authorization"), self.token(), request.headers.get("x-api-key"))
-        if problem:
-            return _error(problem, Unauthorized.status)
+        return _error(problem, Unauthorized.status) if problem else None
+
+    async def _call(self, request: Request, work: Callable[[], Any]) -> Response:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
         try:
             return JSONResponse(await run_in_threadpool(work))
         except WebInputError as exc:
@@ -332,9 +337,9 @@ class WebApi:
 
     async def feedback(self, request: Request) -> Response:
         # the token and the size first: an anonymous client must not make the server buffer a large body
-        problem = auth_problem(request.headers.get("authorization"), self.token(), request.headers.get("x-api-key"))
-        if problem:
-            return _error(problem, Unauthorized.status)
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
         too_large = _error(f"request body larger than {MAX_BODY_BYTES // 1024} KiB", 413)
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > MAX_BODY_BYTES:

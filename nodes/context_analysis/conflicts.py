@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 from nodes.context_analysis.models import Span
+from nodes.context_retrieval.merge import is_test_path
 from nodes.evidence import EvidenceRow
 from nodes.terms import stem
 
@@ -46,14 +47,6 @@ _PROSE_DEFAULT = re.compile(
 )
 _SENTINELS = frozenset({"", "none", "null", "nil", "...", "missing", "_missing", "unset", "notset", "undefined",
                         "sentinel", "_sentinel", "nothing"})
-_TEST_PATH = re.compile(r"(^|/)(tests?|testing|fixtures?)/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$")
-
-
-def is_test_path(path: str) -> bool:
-    """Tests and fixtures: their values are inputs of a check, not statements about the project."""
-    return bool(_TEST_PATH.search(path))
-
-
 def normalized_value(raw: str) -> str | None:
     """The value as compared (quotes and trailing punctuation dropped, booleans in one case), or None for a
     sentinel or something that is not a written-out value."""

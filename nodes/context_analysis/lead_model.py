@@ -19,13 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from nodes.context_analysis.scoring import Scored, file_weight
+from nodes.context_analysis.scoring import KIND_FACTOR, SHORT_CHARS, Scored, file_weight
 from nodes.context_retrieval.learned_ranker import LearnedRanker, RankerModelError, parse_model
 
 LEAD_MODEL_PATH = Path(__file__).with_name("lead_model.json")
 """The shipped model, reproduced by `python -m evals.train_lead` from the pinned eval corpora."""
-KINDS = ("prose", "item", "source", "code", "table", "D1_DOCUMENT_CATALOG")
-SHORT_CHARS = 30
+KINDS = tuple(KIND_FACTOR)
+"""The passage kinds the hand-set score weighs apart (any other kind is a synthesized row)."""
 NO_RANKER_SCORE = -5.0
 """A row the ranker did not score (joined after it: a card's source row): far below every scored row."""
 LEAD_FEATURES: tuple[str, ...] = (

@@ -14,18 +14,7 @@ from graph import cli
 from graph.settings import get_settings
 from tests.e2e.test_gigachat_path import INVENTED, QUESTION, Script
 from tests.fakes.gigachat_server import FakeGigaChatServer
-
-
-class Terminal(io.StringIO):
-    """stdout that remembers each write (a token printed as it came is a write of its own)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.writes: list[str] = []
-
-    def write(self, text: str) -> int:
-        self.writes.append(text)
-        return super().write(text)
+from tests.unit.test_streaming_answers import Recorder as Terminal  # stdout that keeps each write
 
 
 @pytest.fixture

@@ -6,14 +6,18 @@ The embedded PostgreSQL itself comes from the session fixtures of `tests/conftes
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from stores.embedders import FakeEmbeddings
 
 ROOT = Path(__file__).resolve().parents[2]
 LOTSMAN = Path(sys.executable).parent / "lotsman"
@@ -76,3 +80,41 @@ def cli_on_test_db(monkeypatch: pytest.MonkeyPatch, pg_url: str, tmp_path: Path)
     yield
     get_settings.cache_clear()
 
+
+
+class HeldEmbeddings(FakeEmbeddings):
+    """The fake embedder, held inside a job's first embedding call until the test releases it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.entered.set()
+        assert self.release.wait(120)
+        return super().embed_documents(texts)
+
+
+@contextlib.contextmanager
+def held_index_job(db, root: Path, session_name: str) -> Iterator[threading.Thread]:  # type: ignore[no-untyped-def]
+    """`index_repository` of `root` on a thread, held at its first embedding call while the block runs (it
+    yields the thread), then released; a failure of the job fails the test after the block."""
+    from stores.indexing.service import index_repository
+
+    held, errors = HeldEmbeddings(), []
+
+    def job() -> None:
+        try:
+            index_repository(db, root, session_name=session_name, embedder=held, parse_workers=0)
+        except BaseException as exc:  # reported after the block
+            errors.append(exc)
+
+    worker = threading.Thread(target=job)
+    worker.start()
+    try:
+        assert held.entered.wait(60), errors
+        yield worker
+    finally:
+        held.release.set()
+        worker.join(120)
+    assert not errors, errors

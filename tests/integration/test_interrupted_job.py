@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from stores.database import Database
 from stores.embedders import FakeEmbeddings
 from stores.indexing.service import index_repository
 from stores.sessions import delete_session, list_sessions
-from tests.integration.conftest import ROOT
+from tests.integration.conftest import ROOT, held_index_job
 
 FILES = 6
 
@@ -138,38 +137,11 @@ def test_a_killed_job_found_by_the_next_index_job(db: Database, pg_url: str, tmp
         drop(db, session_name)
 
 
-class _BlockingEmbeddings(FakeEmbeddings):
-    def __init__(self) -> None:
-        super().__init__()
-        self.entered, self.release = threading.Event(), threading.Event()
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.entered.set()
-        assert self.release.wait(60)
-        return super().embed_documents(texts)
-
-
 def test_a_live_job_stays_running(db: Database, tmp_path: Path, session_name: str) -> None:
     write_corpus(tmp_path)
-    embedder = _BlockingEmbeddings()
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            index_repository(db, tmp_path, session_name=session_name, embedder=embedder, parse_workers=0)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    job = threading.Thread(target=run)
-    job.start()
-    try:
-        assert embedder.entered.wait(60), errors
+    with held_index_job(db, tmp_path, session_name):
         assert last_job(db, session_name)["status"] == "running"
         assert [s for s, _ in job_rows(db, session_name)] == ["running"]
-    finally:
-        embedder.release.set()
-        job.join(60)
-    assert not errors, errors
     assert [s for s, _ in job_rows(db, session_name)] == ["done"]
     drop(db, session_name)
 

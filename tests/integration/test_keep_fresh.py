@@ -29,7 +29,7 @@ from stores.embedders import FakeEmbeddings
 from stores.indexing.service import index_repository
 from stores.repository import RagRepository
 from stores.sessions import delete_session, find_session, get_session
-from tests.integration.conftest import LOTSMAN, ROOT, cli_env, run_lotsman
+from tests.integration.conftest import LOTSMAN, ROOT, cli_env, held_index_job, run_lotsman
 
 QUESTION = "Какой код доступа к складу?"
 SECRET = "ZEBRA-4471"
@@ -176,19 +176,6 @@ def test_bad_input_is_one_line_and_changes_nothing(db: Database, pg_data_dir: Pa
         assert find_session(conn, session_name) is None
 
 
-class _HeldEmbeddings(FakeEmbeddings):
-    """The fake embedder, held inside a job's write until the test releases it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.entered, self.release = threading.Event(), threading.Event()
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.entered.set()
-        assert self.release.wait(120)
-        return super().embed_documents(texts)
-
-
 def _answer(db: Database, session: str) -> str:
     deps = GraphDeps(settings=Settings(), db=db, embedder=FakeEmbeddings())
     graph = build_graph(deps)
@@ -206,26 +193,10 @@ def test_a_question_during_a_re_index_reads_the_previous_rows(db: Database, tmp_
     write_corpus(tmp_path)
     index_repository(db, tmp_path, session_name=session_name, embedder=FakeEmbeddings(), parse_workers=0)
     add_secret(tmp_path)
-    held = _HeldEmbeddings()
-    errors: list[BaseException] = []
-
-    def job() -> None:
-        try:
-            index_repository(db, tmp_path, session_name=session_name, embedder=held, parse_workers=0)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    worker = threading.Thread(target=job)
-    worker.start()
-    try:
-        assert held.entered.wait(60), errors
+    with held_index_job(db, tmp_path, session_name) as worker:
         during = _answer(db, session_name)  # answered while the job is held: nothing waits for it
         assert worker.is_alive()
         assert "Склад открыт" in during and SECRET not in during
-    finally:
-        held.release.set()
-        worker.join(120)
-    assert not errors, errors
     assert SECRET in _answer(db, session_name)
 
 

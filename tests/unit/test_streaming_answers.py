@@ -16,6 +16,8 @@ SHOWN = [EvidenceRow(id="p1", path="docs/cors.md", layer="D0_DOC_CHUNKS", conten
 
 
 class Recorder(io.StringIO):
+    """stdout that remembers each write (a token printed as it came is a write of its own)."""
+
     def __init__(self) -> None:
         super().__init__()
         self.writes: list[str] = []
