@@ -92,15 +92,25 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
+def csp_violations(tab: Any) -> list[str]:
+    """Console lines in which Chromium reports something the page's Content-Security-Policy blocked."""
+    seen: list[str] = []
+    tab.on("console", lambda msg: seen.append(msg.text) if "Content Security Policy" in msg.text else None)
+    return seen
+
+
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    """A fresh tab; the test fails if a script of the page raised (a refused request is the test's to judge)."""
+    """A fresh tab; the test fails if a script of the page raised (a refused request is the test's to judge) or
+    if the page did something its Content-Security-Policy blocks (the page must work under it as it is)."""
     tab = browser.new_page(viewport={"width": 1100, "height": 1300})
     errors: list[str] = []
     tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    blocked = csp_violations(tab)
     yield tab
     tab.close()
     assert errors == [], "the page's script raised"
+    assert blocked == [], "the page broke its own Content-Security-Policy"
 
 
 def open_guarded_page(page: Any, server: DevServer, session: str) -> None:
@@ -316,3 +326,33 @@ def test_stop_cancels_the_run_and_the_thread_goes_on(page: Any, guarded_llm_serv
     answer = ask(page, QUESTION, 2)
     assert "docs/cors.md" in {s["path"] for s in sources(answer)}
     assert page.get_attribute("#conversation", "data-thread") == thread_id, "the same thread"
+
+
+def test_the_page_runs_under_a_strict_content_security_policy(browser: Any, server: DevServer,
+                                                               web_session: str) -> None:
+    """The page and the citation view are served with a CSP that allows only the server's own script, styles and
+    API: the page works under it (the other tests run under it too), and a script that an injection managed to
+    put into the page does not run."""
+    tab = browser.new_page()
+    blocked = csp_violations(tab)
+    try:
+        for url in (f"{server.url}/lotsman/", f"{server.url}/lotsman/read?session={web_session}&path=docs/cors.md"
+                                               "&start=1&end=2"):
+            response = tab.goto(url)
+            policy = response.headers.get("content-security-policy", "")
+            assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy, (url, policy)
+            assert response.headers.get("x-content-type-options") == "nosniff"
+            assert response.headers.get("referrer-policy") == "no-referrer"
+        tab.locator("#citation-lines .line.cited").first.wait_for()
+        assert blocked == [], "the citation view works under its policy"
+
+        tab.evaluate("""() => {
+            const s = document.createElement("script");
+            s.textContent = "window.__injected = 1";
+            document.body.append(s);
+        }""")
+        assert tab.evaluate("window.__injected") is None, "an inline script does not run"
+        tab.wait_for_function("() => true")
+        assert any("script-src" in line for line in blocked), blocked
+    finally:
+        tab.close()
