@@ -12,6 +12,23 @@ from stores.errors import UsageError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
+# Upper bounds: far above what a real deployment sets, low enough that a slip (an extra zero, `inf`, 10**12) is
+# one line at start-up instead of a server that accepts it and fails later, or waits for ever.
+MAX_LLM_SECONDS = 600.0
+"""Any GigaChat timeout or deadline: ten minutes (answers take seconds; the defaults are 8 to 30 s)."""
+MAX_LLM_RETRIES = 10
+MAX_TOKEN_CAP = 131_072
+"""The evidence budget: GigaChat's largest context window (128k tokens); the default is 4096 (seed 004), and
+top_k ≤ 200 rows of ≤ ~1200 characters never fill it."""
+MAX_EMBED_BATCH = 1024
+MAX_PARSE_WORKERS = 64
+MAX_DB_POOL_SIZE = 256
+MAX_FILE_BYTES = 100_000_000
+"""A file is read whole and parsed in memory; the default skips files over 1 MB."""
+MAX_MILLISECONDS = 600_000
+"""A lane's statement budget or the watch debounce: ten minutes (PostgreSQL's `statement_timeout` itself
+stops at 2^31 − 1 ms: a bigger budget would fail every question)."""
+
 
 class GigaChatSettings(BaseSettings):
     """GigaChat connection; unset credentials mean "run offline"."""
@@ -28,14 +45,14 @@ class GigaChatSettings(BaseSettings):
     base_url: str | None = None
     auth_url: str | None = None
     verify_ssl_certs: bool = True
-    timeout: float = Field(default=30.0, gt=0)
+    timeout: float = Field(default=30.0, gt=0, le=MAX_LLM_SECONDS)
     """Seconds per request for answers."""
-    router_timeout: float = Field(default=8.0, gt=0)
+    router_timeout: float = Field(default=8.0, gt=0, le=MAX_LLM_SECONDS)
     """Seconds the router waits for the LLM before falling back."""
-    request_deadline: float = Field(default=20.0, gt=0)
+    request_deadline: float = Field(default=20.0, gt=0, le=MAX_LLM_SECONDS)
     """Seconds of LLM time one request may spend in total (router, rewrite, analysis, composition); once a
     call has timed out, the rest of the request runs offline at once."""
-    max_retries: int = Field(default=1, ge=0)
+    max_retries: int = Field(default=1, ge=0, le=MAX_LLM_RETRIES)
 
     @property
     def enabled(self) -> bool:
@@ -54,20 +71,21 @@ class Settings(BaseSettings):
     embedder: str = "use"
     """Default embedder: `use` (USE-multilingual, 512), `e5` (multilingual-e5-small, 384),
     `gigachat`, `fake` (tests)."""
-    embed_batch_size: int = Field(default=32, ge=1)
+    embed_batch_size: int = Field(default=32, ge=1, le=MAX_EMBED_BATCH)
     """Texts per embedding call while indexing."""
-    parse_workers: int | None = Field(default=None, ge=0)
+    parse_workers: int | None = Field(default=None, ge=0, le=MAX_PARSE_WORKERS)
     """Processes that parse files while indexing: unset → cores − 1 (1 to 4); 0 → on the indexing thread."""
-    db_pool_size: int = Field(default=8, ge=1)
+    db_pool_size: int = Field(default=8, ge=1, le=MAX_DB_POOL_SIZE)
     """Connections in the process's one pool (every graph run, lane and index job of the process shares
     it); `lotsman serve` replicas each open up to this many, so size the database's `max_connections`
     at replicas × this + headroom."""
-    max_file_bytes: int = Field(default=1_000_000, ge=1)
+    max_file_bytes: int = Field(default=1_000_000, ge=1, le=MAX_FILE_BYTES)
     default_session: str = "default"
-    token_cap: int = Field(default=4096, ge=1)
+    token_cap: int = Field(default=4096, ge=1, le=MAX_TOKEN_CAP)
+    """Token budget of the evidence handed to analysis and composition (`LOTSMAN_TOKEN_CAP`)."""
     top_k: int = Field(default=12, ge=1, le=200)
     """Evidence rows kept after fusion, before the token cap (the run context's limits)."""
-    lane_budget_ms: int = Field(default=2000, ge=0)
+    lane_budget_ms: int = Field(default=2000, ge=0, le=MAX_MILLISECONDS)
     """A retrieval lane's statement that runs longer is cancelled by PostgreSQL and the question is answered
     from the other lanes (0 → no budget). A safety net for pathological queries, far above normal lane
     times (milliseconds to tens of milliseconds, `make bench`)."""
@@ -85,7 +103,7 @@ class Settings(BaseSettings):
     """Comma-separated web origins (besides this machine's) whose pages may call a server listening on a
     loopback address (`LOTSMAN_ALLOWED_ORIGINS`; LangGraph Studio by default): any other site's page is
     refused, so that it cannot read the local index through the browser."""
-    watch_debounce_ms: int = Field(default=800, ge=0)
+    watch_debounce_ms: int = Field(default=800, ge=0, le=MAX_MILLISECONDS)
     """`lotsman watch`: milliseconds of quiet after a change before the incremental re-index starts."""
 
     @field_validator("default_session")
