@@ -155,24 +155,24 @@ def _stop(pgid: int, signum: int, *, first: bool) -> None:
         timer.start()
 
 
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
-
-
 def serve_notes(host: str, port: int, *, token: bool) -> list[str]:
     """What `lotsman serve` says before the server's own banner: where the MCP tools and the page are, and
     who may ask and index (see docs/api/mcp.md)."""
+    from graph.server_auth import is_loopback
+
     shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
     base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else shown}:{port}"
     notes = [f"MCP tools (list_sessions, ask, search, read): {base}/mcp; web page: {base}/lotsman/"]
     if token:
         notes.append("LOTSMAN_AUTH_TOKEN is set: every request needs Authorization: Bearer <token>; "
                      "its holder may also run the index graph")
-    elif host in LOOPBACK_HOSTS:
+    elif is_loopback(host):
         notes.append("no LOTSMAN_AUTH_TOKEN: this machine may ask; nobody may index over HTTP "
                      "(use `lotsman index PATH`)")
-    else:
-        notes.append(f"warning: no LOTSMAN_AUTH_TOKEN and listening on {printable(host)}: anyone who reaches "
-                     "the port may ask about every indexed session; set the token to require it")
+    else:  # only with --insecure-no-auth (serve_problem)
+        notes.append(f"warning: no LOTSMAN_AUTH_TOKEN and listening on {printable(host)} (--insecure-no-auth): "
+                     "anyone who reaches the port may ask about every indexed session and create, change or "
+                     "delete threads and assistants; set the token to require it")
     return notes
 
 
@@ -180,11 +180,19 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     exe = shutil.which("langgraph") or str(Path(sys.executable).parent / "langgraph")
     if not Path(exe).exists():
         raise LotsmanError("langgraph CLI not found: pip install 'langgraph-cli[inmem]'")
-    port = serving_port(args.host, args.port, any_port=args.any_port)
+    from graph.server_auth import serve_problem
+
     token = bool(settings.auth_token and settings.auth_token.get_secret_value())
+    insecure = args.insecure_no_auth or settings.insecure_no_auth
+    port = serving_port(args.host, args.port, any_port=args.any_port)  # an unknown host is that, first
+    problem = serve_problem(args.host, token=token, insecure=insecure)
+    if problem is not None:
+        raise UsageError(problem)
     for note in serve_notes(args.host, port, token=token):
         print(note, file=sys.stderr)
     env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true"}
+    if insecure:  # the server's own guard (graph.http_app.OriginGuard) reads the same choice
+        env["LOTSMAN_INSECURE_NO_AUTH"] = "true"
     cmd = [exe, "dev", "--no-browser", "--host", args.host, "--port", str(port)]
     if not args.reload:
         cmd.append("--no-reload")
@@ -193,7 +201,11 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="run the LangGraph dev server with both graphs")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1); another machine's reach needs LOTSMAN_AUTH_TOKEN")
+    p.add_argument("--insecure-no-auth", action="store_true",
+                   help="serve a --host other machines can reach without LOTSMAN_AUTH_TOKEN: anyone who reaches "
+                        "the port may ask and change threads and assistants")
     p.add_argument("--port", type=port_number, default=2024, help="refused if taken (default 2024)")
     p.add_argument("--any-port", action="store_true", help="if --port is taken, serve on a free port and print it")
     p.add_argument("--reload", action=argparse.BooleanOptionalAction, default=True,

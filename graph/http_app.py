@@ -9,7 +9,6 @@ four reading tools of `graph.mcp_server` instead. See docs/api/mcp.md.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,10 +23,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from graph import web
 from graph.mcp_server import LotsmanTools, build_server
+from graph.server_auth import exposure_problem
+from graph.server_auth import is_loopback as _is_loopback
 from graph.settings import Settings, get_settings
 
 MCP_PATH = "/mcp"
-LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
+HEALTH_PATH = "/ok"
+"""Open on every address: a container's or load balancer's health check carries no token."""
 
 
 def bearer_problem(configured: str | None, authorization: str | None) -> str | None:
@@ -43,18 +45,6 @@ def bearer_problem(configured: str | None, authorization: str | None) -> str | N
     if not hmac.compare_digest(given.strip().encode(), configured.encode()):
         return "the token is wrong: send the server's LOTSMAN_AUTH_TOKEN"
     return None
-
-
-def _is_loopback(host: str) -> bool:
-    name = host.strip().strip("[]").lower()
-    if name in LOOPBACK_NAMES:
-        return True
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    mapped = getattr(address, "ipv4_mapped", None)
-    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
 def _host_name(host_header: str) -> str:
@@ -93,10 +83,12 @@ def rebinding_problem(local_address: str | None, host_header: str | None, origin
 
 class OriginGuard:
     """Every request of the server (the LangGraph API, the web page, `/mcp`, websockets) behind
-    `rebinding_problem`: langgraph-api applies the custom app's middleware to all its routes."""
+    `rebinding_problem` and, unless `open_beyond_loopback` (a token is configured, or the operator opted out),
+    `exposure_problem`: langgraph-api applies the custom app's middleware to all its routes."""
 
-    def __init__(self, app: ASGIApp, allowed_origins: frozenset[str] = frozenset()) -> None:
-        self.app, self.allowed = app, allowed_origins
+    def __init__(self, app: ASGIApp, allowed_origins: frozenset[str] = frozenset(), *,
+                 open_beyond_loopback: bool = True) -> None:
+        self.app, self.allowed, self.open_beyond_loopback = app, allowed_origins, open_beyond_loopback
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -104,8 +96,10 @@ class OriginGuard:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         server = scope.get("server")
-        problem = rebinding_problem(server[0] if server else None, headers.get("host"), headers.get("origin"),
-                                    self.allowed)
+        local = server[0] if server else None
+        problem = rebinding_problem(local, headers.get("host"), headers.get("origin"), self.allowed)
+        if problem is None and not self.open_beyond_loopback and scope.get("path") != HEALTH_PATH:
+            problem = exposure_problem(local, token=False, insecure=False)
         if problem is None:
             await self.app(scope, receive, send)
         elif scope["type"] == "websocket":
@@ -166,7 +160,8 @@ def build_app(settings: Settings | None = None, tools: LotsmanTools | None = Non
 
     routes = [Route(MCP_PATH, endpoint=endpoint), *(web.routes() if web_routes is None else web_routes)]
     return Starlette(routes=routes, lifespan=lifespan,
-                     middleware=[Middleware(OriginGuard, allowed_origins=allowed_origins(settings))])
+                     middleware=[Middleware(OriginGuard, allowed_origins=allowed_origins(settings),
+                                            open_beyond_loopback=bool(token) or settings.insecure_no_auth)])
 
 
 app = build_app()

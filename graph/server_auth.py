@@ -3,11 +3,17 @@
 The index graph reads any folder of the server's disk it is given, so it runs only for a client that sends the
 server's token (`LOTSMAN_AUTH_TOKEN`); with no token configured nobody may run it over HTTP (index with the
 CLI on the server instead). Asking stays open unless a token is configured; then every request needs it.
+
+Without a token the server is open to one user on their own machine only: `lotsman serve` refuses a host other
+machines can reach (`serve_problem`), and a server started another way refuses anonymous requests that arrive
+on such an address (`exposure_problem`, applied to every route by `graph.http_app.OriginGuard`), unless the
+operator opted out (`--insecure-no-auth`, `LOTSMAN_INSECURE_NO_AUTH=true`).
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -30,7 +36,59 @@ INDEX = "lotsman:index"
 REFUSED_INDEXING = ("indexing is not open to anonymous clients: set LOTSMAN_AUTH_TOKEN on the server and send "
                     "Authorization: Bearer <token>, or index with `lotsman index PATH` on the server")
 
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
+
+REACHABLE_WITHOUT_TOKEN = ("this server is reachable from other machines without LOTSMAN_AUTH_TOKEN, so it "
+                           "answers only this machine: set LOTSMAN_AUTH_TOKEN on the server and send "
+                           "Authorization: Bearer <token> (or start it with LOTSMAN_INSECURE_NO_AUTH=true to leave "
+                           "it open)")
+
 auth = Auth()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (an address, `[v6]`, or a name) is this machine's loopback: 127.0.0.0/8, ::1 (also as
+    ::ffff:127.x) or `localhost`. Any other name may resolve to anything, so it is not."""
+    name = host.strip().strip("[]").lower()
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+def serve_problem(host: str, *, token: bool, insecure: bool) -> str | None:
+    """Why `lotsman serve --host HOST` refuses to start (one line), or None.
+
+    Without a token anyone who reaches the port may ask about every session and create, change or delete
+    threads and assistants: that is one user on their own machine, so only a loopback host is served that way,
+    unless the operator passes `--insecure-no-auth`.
+    """
+    if token or insecure or is_loopback(host):
+        return None
+    return (f"--host {host} makes the server reachable from other machines and LOTSMAN_AUTH_TOKEN is not set "
+            "(anyone could then ask, and create, change or delete threads and assistants): set "
+            "LOTSMAN_AUTH_TOKEN, serve on --host 127.0.0.1, or pass --insecure-no-auth to leave it open")
+
+
+def exposure_problem(local_address: str | None, *, token: bool, insecure: bool) -> str | None:
+    """Why a request is refused because of the address it arrived on (one line), or None.
+
+    A server with no token (and no opt-out) answers requests that reached it on a loopback address only: one
+    started with `langgraph dev --host 0.0.0.0` or in a container would otherwise be open to the network. With a
+    token the server's auth checks it. A request without a socket address (a Unix socket, guarded by its file's
+    permissions) or with a name instead of one (an in-process test client) is not judged here.
+    """
+    if token or insecure or local_address is None:
+        return None
+    try:
+        ipaddress.ip_address(local_address.strip("[]"))
+    except ValueError:
+        return None
+    return None if is_loopback(local_address) else REACHABLE_WITHOUT_TOKEN
 
 
 def identify(configured: str | None, authorization: str | None, api_key: str | None = None) -> dict[str, Any]:

@@ -96,6 +96,9 @@ class Settings(BaseSettings):
     auth_token: SecretStr | None = None
     """Bearer token the server requires for indexing over HTTP/MCP, and for every request when set
     (`LOTSMAN_AUTH_TOKEN`); unset → asking stays open and indexing is not offered to remote clients."""
+    insecure_no_auth: bool = False
+    """Leave a server other machines can reach open without `auth_token` (`LOTSMAN_INSECURE_NO_AUTH`, set by
+    `lotsman serve --insecure-no-auth`); by default such a server answers requests from this machine only."""
     log_questions: bool = False
     """Record each question, its outcome and top files in `rag_question_log` (the input of `lotsman gaps`);
     off by default for the CLI (`LOTSMAN_LOG_QUESTIONS`)."""
