@@ -20,6 +20,7 @@ ANSWER_CHARS = 1350
 cut to what is left, and left out when less than SUPPORT_MIN_CHARS is (a definition quoted in a symbol
 card's place is longer than the card)."""
 SUPPORT_MIN_CHARS = 160
+RELATION_LAYER = "D5_RELATION_GRAPH"
 
 # Heading anchors of translated docs (`## Заголовок { #heading-id }`): ids, not words for a reader.
 _ANCHOR = re.compile(r"\s*\{\s*#[\w-]+\s*\}")
@@ -169,6 +170,10 @@ def _summary(analysis: Analysis) -> Answer:
                 break
             text, cite = _block(span, min(SUPPORT_CHARS, left))
             left -= len(text)
+            if span.layer == RELATION_LAYER:  # one edge of a relation list: its line and citation say it all
+                items.append(text)
+                cites.append(cite)
+                continue
             section = _prose(span.section)
             label = f"`{span.path}`" + (f" — «{section}»" if section and analysis.language == "ru" else
                                         f" — “{section}”" if section else "")

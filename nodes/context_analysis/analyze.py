@@ -19,6 +19,7 @@ from nodes.context_analysis.passages import (
     fold_identifier,
     row_candidates,
 )
+from nodes.context_analysis.relations import relation_edges, relation_targets, with_edges
 from nodes.context_analysis.scoring import (
     FUNCTION_WORDS,
     SOFT_WEIGHT,
@@ -153,7 +154,9 @@ def _overlaps(span: Span, taken: Sequence[Span]) -> bool:
 
 
 def _topic_stems(span: Span, q: Question) -> set[str]:
-    found = {q.stems[t] for t in span.terms
+    """The topic's key terms and names a passage states, read from its whole (grown) text: a lead grown over
+    its section covers the terms of the blocks it took, which a support must not repeat."""
+    found = {q.stems[t] for t in term_share(span.text, q)[1]
              if t in q.stems and not is_generic_term(t) and t not in FUNCTION_WORDS}
     return found | {name for name in q.identifiers if identifier_share(span.text, _only(q, name))}
 
@@ -223,8 +226,8 @@ def choose_passages(scored: Sequence[Scored], q: Question,
             details = _details(span.text)
         elif (len(chosen) <= MAX_SUPPORTING and item.score >= SUPPORT_RATIO * chosen[0].score
               and (file_rank or {}).get(span.path, 1) <= SUPPORT_MAX_RANK
-              and (topic - covered or (item.score >= CLOSE_SUPPORT_RATIO * chosen[0].score
-                                       and _details(span.text) - details))):
+              and (topic - covered or (topic and item.score >= CLOSE_SUPPORT_RATIO * chosen[0].score
+                                                and _details(span.text) - details))):
             chosen.append(span)
             covered |= topic
             details |= _details(span.text)
@@ -496,6 +499,11 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
         spans, pool = outline_first(named, rows, spans, pool, source_rows)
     elif overview:  # about the repository itself: its front door (README, package docstring) leads the answer
         spans = _lead_with_landing(rows, spans, pool)
+    predicates = route.anchors.relation_predicates if route is not None else []
+    edges = relation_edges(rows, predicates, relation_targets(route, terms)) if predicates else []
+    if edges:  # "who uses X": every edge of the relation the evidence holds, each cited
+        spans = with_edges(edges, spans, 1 + MAX_SUPPORTING)
+        pool = [*(s for s in spans if not _overlaps(s, pool)), *pool]
     _show_named_files(exact, spans, pool)
     best = {item.candidate.row.path: _quote_sources([_grow(item, q, lead=False)], [], upgrades, q)[0][0]
             for item in best_items}
@@ -509,7 +517,7 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
         files=_files(rows, best, q),
         spans=spans,
         passages=pool,
-        sufficient=relevant and (bool(exact) or ((overview or cross_lingual) and bool(spans))
+        sufficient=relevant and (bool(exact) or bool(edges) or ((overview or cross_lingual) and bool(spans))
                                  or any(not is_generic_term(t) for s in pool for t in s.terms)),
         coverage=round(covered / len(key_stems), 4) if key_stems else 0.0,
         conflicts=find_conflicts(pool, rows, terms),
