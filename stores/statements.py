@@ -14,6 +14,7 @@ from typing import Any
 
 from psycopg import sql
 
+from stores.indexing.files import BACKSLASH_IS_SEPARATOR
 from stores.layers import Layer
 
 TEST_PATH_PATTERNS = ("tests/%", "%/tests/%", "test/%", "%/test/%", "%/test\\_%", "test\\_%", "%\\_test.py",
@@ -33,9 +34,15 @@ def escape_like(value: str) -> str:
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def normalize_path(path: str) -> str:
-    """Normalise a user-supplied path: forward slashes, no `./` or leading `/`, trimmed."""
-    p = path.replace("\x00", "").strip().replace("\\", "/")
+def normalize_path(path: str, *, backslash_separator: bool = BACKSLASH_IS_SEPARATOR) -> str:
+    """Normalise a user-supplied path the way the index spells paths: no `./` or leading `/`, trimmed, and
+    `\\` turned into `/` only where it is a separator (`backslash_separator`, Windows by default). Slashes and
+    backslashes alone name no indexed file (it has a `.md` / `.py` name): empty, so no SQL runs for them."""
+    p = path.replace("\x00", "").strip()
+    if backslash_separator:
+        p = p.replace("\\", "/")
+    if not p.strip("/\\"):
+        return ""
     while p.startswith("./"):
         p = p[2:]
     return p.lstrip("/")

@@ -23,6 +23,10 @@ CONFIRM_ABOVE_FILES = 5000
 ~500k rows: larger than any repository we measured (the eval corpora have 17–174 files), while the paths
 that reach it by mistake are far larger (`/usr` here: 21k `.py`/`.md` files; `/` or a home folder more)."""
 
+BACKSLASH_IS_SEPARATOR = os.sep == "\\"
+"""Whether `\\` separates folders in this system's paths (Windows). On POSIX it is a name character: the walk
+stores `back\\slash.md` verbatim, so a path is never rewritten there before it is looked up."""
+
 NON_UTF8_FILE = "file name is not valid UTF-8: rename it to index it"
 NON_UTF8_DIR = "folder name is not valid UTF-8: rename it to index its files"
 
@@ -182,8 +186,15 @@ STAT_RACY_NS = 2_000_000_000
 """A file modified less than this before its stat snapshot was taken may change again within the same mtime
 tick (git's "racy clean" files): the no-op check re-reads it instead of trusting its stat."""
 
-StatEntry = tuple[int, int, int]
-"""(size, mtime_ns, inode) of a candidate file, following a symlink; (-1, -1, -1) for a reported name."""
+StatEntry = tuple[int, int, tuple[int, int]]
+"""(size, mtime_ns, (inode, ctime_ns)) of a candidate file, following a symlink; (-1, -1, (-1, -1)) for a
+reported name. The ctime is what a rewrite cannot put back: an editor or `touch -r` that restores the mtime of
+a same-size change, a `git checkout` within the mtime's granularity. The inode and ctime share one slot so that
+a recorded entry keeps its shape `[size, mtime_ns, [inode, ctime_ns], blob_sha]` (the sha stays fourth);
+an entry recorded before the ctime was, `[size, mtime_ns, inode, blob_sha]`, matches no stat, so its file's
+blob sha decides."""
+
+NO_STAT: StatEntry = (-1, -1, (-1, -1))
 
 
 def stat_tree(root: Path, *, include_exts: tuple[str, ...] = DEFAULT_INCLUDE_EXTS) -> dict[str, StatEntry]:
@@ -201,7 +212,7 @@ def stat_tree(root: Path, *, include_exts: tuple[str, ...] = DEFAULT_INCLUDE_EXT
             st = path.stat() if reason is None else None
         except OSError:  # broken symlink, unreadable: reported by collect_files, compared as a name
             st = None
-        out[rel] = (st.st_size, st.st_mtime_ns, st.st_ino) if st is not None else (-1, -1, -1)
+        out[rel] = (st.st_size, st.st_mtime_ns, (st.st_ino, st.st_ctime_ns)) if st is not None else NO_STAT
     return out
 
 
@@ -209,8 +220,8 @@ def changed_since(previous: dict[str, list], current: dict[str, StatEntry], take
     """Which files must be read again to tell whether the folder changed since `previous` was recorded.
 
     Args:
-        previous: path → [size, mtime_ns, inode, blob_sha or None] as the last job recorded it (taken at
-            `taken_ns`).
+        previous: path → [size, mtime_ns, [inode, ctime_ns], blob_sha or None] as the last job recorded it
+            (taken at `taken_ns`), as JSON gives it back.
         current: this run's `stat_tree`.
 
     Returns:
@@ -220,7 +231,18 @@ def changed_since(previous: dict[str, list], current: dict[str, StatEntry], take
     if previous.keys() != current.keys():
         return None
     return [path for path, now in current.items()
-            if tuple(previous[path][:3]) != now or now[1] >= taken_ns - STAT_RACY_NS]
+            if _recorded_stat(previous[path]) != now or _last_change_ns(now) >= taken_ns - STAT_RACY_NS]
+
+
+def _recorded_stat(entry: list) -> tuple:
+    """A recorded entry's stat, comparable with a `StatEntry` (JSON turned its tuples into lists)."""
+    return tuple(tuple(part) if isinstance(part, list) else part for part in entry[:3])
+
+
+def _last_change_ns(stat: StatEntry) -> int:
+    """When the file last changed by its stat: its mtime, or its ctime when later (the mtime was put back)."""
+    times = stat[2]
+    return max(stat[1], times[1]) if isinstance(times, tuple) else stat[1]
 
 
 def count_candidates(
@@ -263,7 +285,9 @@ def read_source_file(
 
     Args:
         root: Repository root.
-        rel_path: Path relative to `root` (forward or back slashes).
+        rel_path: Path relative to `root` with forward slashes, as the walk lists it (a backslash is a
+            separator on Windows; on POSIX the name with the backslash is read if it exists, else the path
+            with `/` in its place).
         max_bytes: Files larger than this are skipped.
         include_exts: Lower-case extensions (with the dot) of indexable files.
 
@@ -278,10 +302,35 @@ def read_source_file(
     real_root = _checked_root(root)
     if not is_utf8_name(rel_path):
         return SkippedFile(escaped_path(rel_path), NON_UTF8_FILE)
-    raw = rel_path.replace("\\", "/")
-    normalized = posixpath.normpath(raw) if raw else ""
-    if not raw or raw.startswith("/") or normalized in ("", ".") or normalized.startswith(".."):
-        return SkippedFile(raw or rel_path, "path escapes the root")
+    reasons: list[SkippedFile] = []
+    for spelling in path_spellings(rel_path):
+        found = _find_candidate(real_root, spelling, include_exts)
+        if isinstance(found, SkippedFile):
+            reasons.append(found)
+            continue
+        path, rel = found
+        return _load(path, rel, real_root, max_bytes)
+    return reasons[0]  # why the name as given cannot be read
+
+
+def path_spellings(rel_path: str, *, backslash_separator: bool = BACKSLASH_IS_SEPARATOR) -> list[str]:
+    """The spellings under which a path relative to the root may name a file, in the order to try them: on
+    POSIX the name as given first (the walk lists `back\\slash.md` verbatim), then with `\\` as a folder
+    separator (a path typed on Windows); on Windows only the latter."""
+    translated = rel_path.replace("\\", "/")
+    if backslash_separator or translated == rel_path:
+        return [translated]
+    return [rel_path, translated]
+
+
+def _find_candidate(real_root: Path, spelling: str, include_exts: tuple[str, ...]
+                    ) -> tuple[Path, str] | SkippedFile:
+    """(the file, its path as the walk spells it) that a spelling with `/` separators names under the root,
+    or why it cannot be read: the checks of `collect_files` (inside the root, not hidden or ignored, an
+    included type) and that it exists."""
+    normalized = posixpath.normpath(spelling) if spelling else ""
+    if not spelling or spelling.startswith("/") or normalized in ("", ".") or normalized.startswith(".."):
+        return SkippedFile(spelling, "path escapes the root")
     parts = normalized.split("/")
     if any(_is_ignored_name(part) for part in parts[:-1]) or parts[-1].startswith("."):
         return SkippedFile(normalized, "in an ignored directory or hidden")
@@ -290,7 +339,7 @@ def read_source_file(
     candidate = real_root.joinpath(*parts)
     if not candidate.exists() and not candidate.is_symlink():
         return SkippedFile(normalized, "file not found")
-    return _load(candidate, normalized, real_root, max_bytes)
+    return candidate, normalized
 
 
 def _checked_root(root: Path) -> Path:

@@ -3,10 +3,17 @@ executable (`rev-parse`, `ls-tree -r -z`, `cat-file --batch`) without touching t
 
 from __future__ import annotations
 
+import io
+import os
 import shutil
 import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from stores.errors import IndexingError
 from stores.indexing.files import (
@@ -45,16 +52,50 @@ class Revision:
     """PATH relative to the repository's top level (`docs/`), empty when PATH is the top level."""
 
 
-def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+REPOSITORY_ENV = frozenset({
+    # `git rev-parse --local-env-vars` (git 2.39): what git itself unsets before it enters another repository
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE", "GIT_COMMON_DIR",
+    # set with them in a pre-receive hook (objects not yet accepted) or by a server's ref namespaces
+    "GIT_QUARANTINE_PATH", "GIT_NAMESPACE",
+})
+"""Variables that name one repository's folders, objects, index or ref space. A git hook exports them for its
+own repository (a post-commit in a worktree: GIT_DIR and GIT_INDEX_FILE; `git -c`: GIT_CONFIG_PARAMETERS), so
+`lotsman index PATH --ref v1` run from a hook of another repository read that repository's v1. Every other
+variable is the user's setup and is kept: HOME, GIT_CONFIG_GLOBAL / GIT_CONFIG_NOSYSTEM (which config files
+count, e.g. `safe.directory`), GIT_CEILING_DIRECTORIES, GIT_EXEC_PATH, GIT_TRACE*."""
+
+
+def git_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment `git` runs in: the caller's, without the variables that pin another repository
+    (`REPOSITORY_ENV`, with the `GIT_CONFIG_KEY_n` / `GIT_CONFIG_VALUE_n` pairs of GIT_CONFIG_COUNT), and
+    with git's messages in English (`not a git repository` is matched to say what to do)."""
+    env = {name: value for name, value in (os.environ if base is None else base).items()
+           if name not in REPOSITORY_ENV and not name.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))}
+    env["LC_ALL"] = "C"
+    return env
+
+
+def _git_exe() -> str:
     exe = shutil.which("git")
     if exe is None:
         raise IndexingError("--ref needs the `git` executable, which is not on PATH: install git")
+    return exe
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     try:
-        return subprocess.run([exe, "-C", str(cwd), *args], input=stdin, capture_output=True,
+        return subprocess.run([_git_exe(), "-C", str(cwd), *args], capture_output=True, env=git_environment(),
                               timeout=GIT_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
-        raise IndexingError(f"`git {args[0]}` in {escaped_path(str(cwd))} took more than {GIT_TIMEOUT_S:.0f} s: "
-                            "nothing was indexed") from None
+        raise _too_slow(cwd, args[0]) from None
+
+
+def _too_slow(cwd: Path, command: str) -> IndexingError:
+    return IndexingError(f"`git {command}` in {escaped_path(str(cwd))} took more than {GIT_TIMEOUT_S:.0f} s: "
+                         "nothing was indexed")
 
 
 def _first_line(raw: bytes) -> str:
@@ -137,8 +178,9 @@ def collect_revision(revision: Revision, *, max_bytes: int = DEFAULT_MAX_BYTES,
                      include_exts: tuple[str, ...] = DEFAULT_INCLUDE_EXTS) -> CollectedFiles:
     """The indexable files of a revision (under its PATH), vetted like `collect_files` vets a folder.
 
-    Blobs over `max_bytes` are skipped from their listed size without being read; the others are read in one
-    `git cat-file --batch`. A symlink is reported and not followed (its blob is the link's target path).
+    Blobs over `max_bytes` are skipped from their listed size without being read; the others are streamed from
+    one `git cat-file --batch` and vetted one at a time (only the decoded texts are kept). A symlink is
+    reported and not followed (its blob is the link's target path).
     """
     wanted: list[_Entry] = []
     skipped: list[SkippedFile] = []
@@ -154,37 +196,93 @@ def collect_revision(revision: Revision, *, max_bytes: int = DEFAULT_MAX_BYTES,
         elif entry.mode in BLOB_MODES:
             wanted.append(entry)
     files: list[SourceFile] = []
-    for entry, data in zip(wanted, _read_blobs(revision, [e.sha for e in wanted]), strict=True):
-        vetted = vet_bytes(entry.path, data, max_bytes, abs_path=Path(revision.root) / entry.path)
-        if isinstance(vetted, SourceFile):
-            files.append(vetted)
-        else:
-            skipped.append(vetted)
+    with _blob_stream(revision, [e.sha for e in wanted]) as blobs:
+        for entry, data in zip(wanted, blobs, strict=True):
+            vetted = vet_bytes(entry.path, data, max_bytes, abs_path=Path(revision.root) / entry.path)
+            if isinstance(vetted, SourceFile):
+                files.append(vetted)
+            else:
+                skipped.append(vetted)
     files.sort(key=lambda item: item.path)
     skipped.sort(key=lambda item: item.path)
     return CollectedFiles(files=files, skipped=skipped)
 
 
-def _read_blobs(revision: Revision, shas: list[str]) -> list[bytes]:
-    """The contents of `shas`, in order (one `cat-file --batch` for all of them)."""
+@contextmanager
+def _blob_stream(revision: Revision, shas: list[str]) -> Iterator[Iterator[bytes]]:
+    """The contents of `shas` in order, read from one `git cat-file --batch` as they come: a tag's blobs are
+    never all in memory at once (the whole output read at once, then cut, held each blob two or three times
+    beside its decoded text). The shas go in through a temporary file, so git never waits for us to read
+    while we wait for it to read; a git that takes longer than `GIT_TIMEOUT_S` is killed."""
     if not shas:
-        return []
-    out = _git(Path(revision.root), "cat-file", "--batch", stdin="".join(f"{s}\n" for s in shas).encode())
-    if out.returncode != 0:
-        raise IndexingError(f"git cat-file failed in {revision.repo_path}: {_first_line(out.stderr)}")
-    return split_batch(out.stdout, len(shas))
+        yield iter(())
+        return
+    cwd = Path(revision.root)
+    with tempfile.TemporaryFile() as requests, tempfile.TemporaryFile() as errors:
+        requests.write("".join(f"{sha}\n" for sha in shas).encode())
+        requests.seek(0)
+        proc = subprocess.Popen([_git_exe(), "-C", str(cwd), "cat-file", "--batch"], stdin=requests,
+                                stdout=subprocess.PIPE, stderr=errors, env=git_environment())
+        out = proc.stdout
+        assert out is not None
+        timed_out = threading.Event()
+
+        def stop() -> None:
+            timed_out.set()
+            proc.kill()
+
+        timer = threading.Timer(GIT_TIMEOUT_S, stop)
+        timer.daemon = True
+        timer.start()
+
+        def failure() -> IndexingError | None:
+            """Why git stopped, once it has: killed by the timer, or its own error (None when it succeeded)."""
+            if proc.wait() == 0:
+                return None
+            if timed_out.is_set():
+                return _too_slow(cwd, "cat-file")
+            errors.seek(0)
+            return IndexingError(f"git cat-file failed in {revision.repo_path}: {_first_line(errors.read())}")
+
+        def blobs() -> Iterator[bytes]:
+            try:
+                yield from read_batch(out, len(shas))
+            except IndexingError as cut:  # git's own reason is better than "the output ended early"
+                raise (failure() or cut) from None
+            if (error := failure()) is not None:
+                raise error
+
+        try:
+            yield blobs()
+        finally:
+            timer.cancel()
+            if proc.poll() is None:  # the caller stopped reading (an error): git must not outlive the job
+                proc.kill()
+            proc.wait()
+            out.close()
+
+
+def read_batch(stream: IO[bytes], count: int) -> Iterator[bytes]:
+    """Blob contents from `cat-file --batch` output, one at a time: `<sha> <type> <size>\\n<content>\\n` per
+    object.
+
+    Raises:
+        IndexingError: git answered `<sha> missing` for an object, or the output ended early.
+    """
+    for _ in range(count):
+        line = stream.readline()
+        header = line.split()
+        if not line.endswith(b"\n"):
+            raise IndexingError("git cat-file: the output ended early (git stopped)")
+        if len(header) != 3 or not header[2].isdigit():  # `<sha> missing`: an object git does not have
+            raise IndexingError(f"git cat-file: {_first_line(line)}")
+        size = int(header[2])
+        data = stream.read(size + 1)
+        if len(data) != size + 1:
+            raise IndexingError("git cat-file: the output ended early (git stopped)")
+        yield data[:size]
 
 
 def split_batch(stream: bytes, count: int) -> list[bytes]:
-    """Blob contents from `cat-file --batch` output: `<sha> <type> <size>\\n<content>\\n` per object."""
-    blobs: list[bytes] = []
-    pos = 0
-    for _ in range(count):
-        end = stream.index(b"\n", pos)
-        header = stream[pos:end].split()
-        if len(header) != 3:  # `<sha> missing`: git answered for an object it does not have
-            raise IndexingError(f"git cat-file: {_first_line(stream[pos:end])}")
-        size = int(header[2])
-        blobs.append(stream[end + 1:end + 1 + size])
-        pos = end + 1 + size + 1
-    return blobs
+    """Blob contents from a whole `cat-file --batch` output held in memory (`read_batch` over bytes)."""
+    return list(read_batch(io.BytesIO(stream), count))

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -371,9 +372,16 @@ def _check_not_deleted(db: Database, session: RagSession) -> RagSession:
     return current
 
 
-def _run_job(db: Database, session: RagSession, kind: str,
-             body: Callable[[IndexReport, _Job], None]) -> IndexReport:
+Body = Callable[[IndexReport, "_Job"], None]
+"""What a job does once it holds the session's lock and has its row: read the files, parse, embed, write."""
+
+
+def _run_job(db: Database, session: RagSession, kind: str | Callable[[RagSession], str], body: Body) -> IndexReport:
     """Run `body` as the session's one job: its lock, its job row, and a status that tells the truth.
+
+    The body reads the files it indexes itself, under the lock: a job that read them before taking it could
+    wait behind another job of the session and then write the older state it read over the newer one the
+    other had committed. `kind` may be chosen from the session as it is under the lock.
 
     The body marks the job done in the transaction that makes its rows live (`_Job.complete`). A failure
     or Ctrl-C before that marks it failed and the session keeps its previous index; after it, the job stays
@@ -382,14 +390,15 @@ def _run_job(db: Database, session: RagSession, kind: str,
     lock = _session_lock(db, session)
     try:
         current = _check_not_deleted(db, session)
+        chosen = kind if isinstance(kind, str) else kind(current)
         with db.connection() as conn:  # a job killed between dropping the index and building it again
             # (every space: a killed rebuild may have been loading another embedder's table)
             for dim in existing_spaces(conn):
                 build_vector_index(conn, chunk_table(dim), lock_timeout_ms=1000)
             writer.discard_inactive(conn, current.rag_session_id, current.table, current.active_generation)
         with db.connection() as conn:
-            job_id = jobs.start_job(conn, session.rag_session_id, kind)
-        report = IndexReport(session=session.name, job_id=job_id, kind=kind)
+            job_id = jobs.start_job(conn, session.rag_session_id, chosen)
+        report = IndexReport(session=session.name, job_id=job_id, kind=chosen)
         job = _Job(job_id, report, time.perf_counter())
         try:
             body(report, job)
@@ -453,7 +462,7 @@ def _origin(root: Path, revision: Revision | None) -> writer.RowOrigin:
 def index_snapshot(
     db: Database, session: RagSession, root: Path, embedder: LotsmanEmbeddings, *, max_bytes: int = 1_000_000,
     batch_size: int = 32, progress: Progress | None = None, parse_workers: int | None = None,
-    rebuild: bool = False, revision: Revision | None = None, sources: tuple[CollectedFiles, dict] | None = None,
+    rebuild: bool = False, revision: Revision | None = None,
 ) -> IndexReport:
     """Build a complete new index of `root` and swap it in atomically (readers never see it half-built).
 
@@ -463,14 +472,21 @@ def index_snapshot(
             Until the swap the session answers from its old generation; a failure leaves it so.
         revision: read the files of this git revision instead of the folder's working tree; the swap records
             it on the session (a folder's snapshot clears it).
-        sources: the files and tree `read_sources` already returned (else read inside the job).
     """
     if not rebuild:
         session.check_embedder(embedder.name, embedder.dim)
     root = _check_root(root)
+    body = _snapshot_body(db, session, root, embedder, max_bytes=max_bytes, batch_size=batch_size,
+                          progress=progress, parse_workers=parse_workers, rebuild=rebuild, revision=revision)
+    return _run_job(db, session, "snapshot", body)
 
+
+def _snapshot_body(
+    db: Database, session: RagSession, root: Path, embedder: LotsmanEmbeddings, *, max_bytes: int,
+    batch_size: int, progress: Progress | None, parse_workers: int | None, rebuild: bool, revision: Revision | None,
+) -> Body:
     def body(report: IndexReport, job: _Job) -> None:
-        collected, job.tree = sources or read_sources(root, max_bytes=max_bytes, revision=revision)
+        collected, job.tree = read_sources(root, max_bytes=max_bytes, revision=revision)
         report.files_seen = len(collected.files) + len(collected.skipped)
         report.skipped.extend(collected.skipped)
         report.revision = _revision_dict(revision)
@@ -500,7 +516,7 @@ def index_snapshot(
         _analyze_after_load(db, target, report)
         _refresh_stop_lexemes(db, session)
 
-    return _run_job(db, session, "snapshot", body)
+    return body
 
 
 def _revision_dict(revision: Revision | None) -> dict[str, str] | None:
@@ -518,15 +534,11 @@ def _session_revision(revision: Revision | None) -> writer.SessionRevision:
 def index_changes(
     db: Database, session: RagSession, root: Path, upserts: list[str], deletes: list[str],
     embedder: LotsmanEmbeddings, *, max_bytes: int = 1_000_000, batch_size: int = 32,
-    progress: Progress | None = None, parse_workers: int | None = None, tree: dict | None = None,
-    skipped: list[SkippedFile] | None = None,
+    progress: Progress | None = None, parse_workers: int | None = None,
 ) -> IndexReport:
     """Apply a diff: re-index `upserts` (paths relative to `root`) and drop `deletes`, in one transaction.
 
-    Args:
-        tree: the folder's tree as `read_sources` recorded it, kept with the job (a later run with nothing
-            changed is then a no-op); None when the caller names the changed files itself.
-        skipped: files the caller's walk already skipped (reported and recorded with the job).
+    The job records no tree: the next `index_repository` makes a diff of the folder instead of a no-op.
 
     Raises:
         IndexingError: the session was indexed from a git revision (its rows carry that commit): index the
@@ -534,10 +546,11 @@ def index_changes(
     """
     session.check_embedder(embedder.name, embedder.dim)
     root = _check_root(root)
+    apply = _changes_body(db, session, root, embedder, batch_size=batch_size, progress=progress,
+                          parse_workers=parse_workers)
 
     def body(report: IndexReport, job: _Job) -> None:
-        job.tree = tree
-        report.skipped.extend(skipped or [])
+        report.files_seen = len(upserts) + len(deletes)
         sources: list[SourceFile] = []
         for path in upserts:
             got = read_source_file(root, path, max_bytes=max_bytes)
@@ -545,7 +558,52 @@ def index_changes(
                 report.skipped.append(got)
             else:
                 sources.append(got)
-        report.files_seen = len(upserts) + len(deletes)
+        apply(report, job, sources, upserts, deletes)
+
+    return _run_job(db, session, "changes", body)
+
+
+def _folder_diff_body(
+    db: Database, session: RagSession, root: Path, embedder: LotsmanEmbeddings, *, max_bytes: int,
+    batch_size: int, progress: Progress | None, parse_workers: int | None,
+) -> Body:
+    """The body of an incremental job: read the folder (under the lock), diff it against the blob shas the
+    session's rows were made from, and apply the diff."""
+    apply = _changes_body(db, session, root, embedder, batch_size=batch_size, progress=progress,
+                          parse_workers=parse_workers)
+
+    def body(report: IndexReport, job: _Job) -> None:
+        collected, job.tree = read_sources(root, max_bytes=max_bytes)
+        report.files_seen = len(collected.files) + len(collected.skipped)
+        report.skipped.extend(collected.skipped)
+        current = get_session_fresh(db, session)
+        with db.connection() as conn:
+            indexed = writer.indexed_blobs(conn, current.table, current.rag_session_id, current.active_generation)
+        shas = {f.path: f.blob_sha for f in collected.files}
+        upserts = [p for p, sha in shas.items() if indexed.get(p) != sha]
+        # A file still present but now skipped (turned binary, empty, too large) keeps its last good rows,
+        # like a file that fails to parse: only files gone from the tree are deleted.
+        skipped_now = {s.path for s in collected.skipped}
+        deletes = [p for p in indexed if p not in shas and p not in skipped_now]
+        # Files that produce no rows are never "indexed": skip them when the cache already knows them.
+        upserts = _drop_known_empty(db, collected.files, upserts, embedder)
+        report.files_unchanged = len(shas) - len(upserts)
+        # the files as this job read them, not read again: the rows match the tree the job records
+        wanted = set(upserts)
+        apply(report, job, [f for f in collected.files if f.path in wanted], upserts, deletes)
+
+    return body
+
+
+def _changes_body(
+    db: Database, session: RagSession, root: Path, embedder: LotsmanEmbeddings, *, batch_size: int,
+    progress: Progress | None, parse_workers: int | None,
+) -> Callable[[IndexReport, _Job, list[SourceFile], list[str], list[str]], None]:
+    """Apply a diff under the lock: `sources` (the readable ones among `upserts`) replace their rows, the
+    other upserts keep theirs (skipped), `deletes` lose theirs, in one transaction."""
+
+    def apply(report: IndexReport, job: _Job, sources: list[SourceFile], upserts: list[str],
+              deletes: list[str]) -> None:
         # the session as it is under the lock: a rebuild that ran first may have moved it to another
         # embedder's table, and writing through the object read before the lock would put the rows where no
         # reader looks
@@ -571,7 +629,7 @@ def index_changes(
         if prepared or deletes:
             _refresh_stop_lexemes(db, session)
 
-    return _run_job(db, session, "changes", body)
+    return apply
 
 
 def _analyze_after_load(db: Database, session: RagSession, report: IndexReport) -> None:
@@ -657,30 +715,22 @@ def index_repository(
                                     embedder=embedder.name)
         if noop is not None:
             return noop
-    sources = read_sources(root, max_bytes=max_bytes, revision=revision)
-    # A revision is always a new snapshot (its rows carry its commit), and so is a folder after a revision.
-    if (rebuild or not incremental or session.active_generation == 0 or revision is not None
-            or session.commit_sha is not None or _pipeline_changed(db, session)):
-        return index_snapshot(db, session, root, embedder, max_bytes=max_bytes, batch_size=batch_size,
-                              progress=progress, parse_workers=parse_workers, rebuild=rebuild, revision=revision,
-                              sources=sources)
-    collected, tree = sources
-    with db.connection() as conn:
-        indexed = writer.indexed_blobs(conn, session.table, session.rag_session_id, session.active_generation)
-    current = {f.path: f.blob_sha for f in collected.files}
-    upserts = [p for p, sha in current.items() if indexed.get(p) != sha]
-    # A file still present but now skipped (turned binary, empty, too large) keeps its last good rows,
-    # like a file that fails to parse: only files gone from the tree are deleted.
-    skipped_now = {s.path for s in collected.skipped}
-    deletes = [p for p in indexed if p not in current and p not in skipped_now]
-    # Files that produce no rows are never "indexed": skip them when the cache already knows them.
-    upserts = _drop_known_empty(db, collected.files, upserts, embedder)
-    report = index_changes(db, session, root, upserts, deletes, embedder, max_bytes=max_bytes,
-                           batch_size=batch_size, progress=progress, parse_workers=parse_workers, tree=tree,
-                           skipped=collected.skipped)
-    report.files_unchanged = len(current) - len(upserts)
-    report.files_seen = len(collected.files) + len(collected.skipped)
-    return report
+    options: dict[str, Any] = {"max_bytes": max_bytes, "batch_size": batch_size, "progress": progress,
+                               "parse_workers": parse_workers}
+    snapshot = _snapshot_body(db, session, root, embedder, rebuild=rebuild, revision=revision, **options)
+    diff = _folder_diff_body(db, session, root, embedder, **options)
+
+    def kind(current: RagSession) -> str:
+        # A revision is always a new snapshot (its rows carry its commit), and so is a folder after a revision.
+        if (rebuild or not incremental or current.active_generation == 0 or revision is not None
+                or current.commit_sha is not None or _pipeline_changed(db, current)):
+            return "snapshot"
+        return "changes"
+
+    def body(report: IndexReport, job: _Job) -> None:
+        (snapshot if report.kind == "snapshot" else diff)(report, job)
+
+    return _run_job(db, session, kind, body)
 
 
 def _pipeline_changed(db: Database, session: RagSession) -> bool:

@@ -667,16 +667,6 @@ def test_exact_files_match_literally(db, literal: Indexed, paths: list[str], exp
     assert {r["path"] for r in RagRepository(db).retrieve_exact_files(literal.session, paths)} == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "stores/statements.py normalize_path turns every `\\` into `/`, but the indexer stores POSIX "
-        "names verbatim (`back\\slash.md`): a file whose name holds a backslash can never be found by "
-        "exact path or substring. (The same conversion in stores/indexing/files.py read_source_file "
-        "drops such a file from the index on its next incremental re-index: 'file not found'.) Fix: "
-        "only translate `\\` when the OS separator is `\\`, or look up both the raw and the translated form."
-    ),
-)
 def test_backslash_in_a_file_name_is_found_literally(db, literal: Indexed) -> None:
     if "back\\slash.md" not in literal.paths:
         pytest.skip("the filesystem refuses backslashes in names")

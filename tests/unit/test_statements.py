@@ -24,8 +24,7 @@ def test_escape_like_makes_wildcards_literal(raw: str, escaped: str) -> None:
 
 @pytest.mark.parametrize(
     ("raw", "norm"),
-    [("./docs/a.md", "docs/a.md"), ("/docs/a.md", "docs/a.md"), ("docs\\api\\x.md", "docs/api/x.md"),
-     ("   ", ""), ("././a", "a")],
+    [("./docs/a.md", "docs/a.md"), ("/docs/a.md", "docs/a.md"), ("   ", ""), ("././a", "a")],
 )
 def test_normalize_path(raw: str, norm: str) -> None:
     assert normalize_path(raw) == norm
