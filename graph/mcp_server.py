@@ -1,8 +1,8 @@
 """The MCP server: Lotsman's sessions, answers, search and indexed lines as tools for coding agents.
 
 One `MCPServer` (official `mcp` SDK) serves both doors: `lotsman mcp` over stdio and `/mcp` over streamable
-HTTP inside `lotsman serve` (`graph/http_app.py`). It offers reading only: no tool indexes, so no MCP client
-can make the server read a folder (docs/api/mcp.md).
+HTTP inside `lotsman serve` (`graph/http_app.py`). It offers reading, plus votes on its own answers: no tool
+indexes, so no MCP client can make the server read a folder (docs/api/mcp.md).
 """
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ import asyncio
 import logging
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
@@ -50,12 +52,16 @@ MAX_PASSAGE_CHARS = 4000
 """A passage's text is cut here (doc chunks are ≤ ~1200 characters, code chunks ≤ 150 lines): `read` gives the
 rest."""
 LISTED_SESSION_NAMES = 10
+MAX_REMEMBERED_ANSWERS = 256
+"""Answers `feedback` can vote on: the last this many `ask` gave in this server process. A vote row holds the
+question and answer it judges, and the client only sends the run id back, so the server keeps them meanwhile."""
 
 INSTRUCTIONS = """Lotsman answers questions about indexed repositories (their markdown docs and Python code) \
 with answers that cite `path:start-end`. Call `list_sessions` once to pick a session; `search` to locate where \
 something is described or defined; `read` to see the exact lines of a citation; `ask` for one synthesized, \
-cited answer (it runs the whole answering pipeline: ask once per real question, not to rephrase). Questions may \
-be in Russian or English. Everything comes from the index; nothing here reads or changes the server's files."""
+cited answer (it runs the whole answering pipeline: ask once per real question, not to rephrase); `feedback` \
+with the `run_id` of an answer when the user says it helped or not. Questions may be in Russian or English. \
+Everything comes from the index; nothing here reads or changes the server's files."""
 
 LIST_SESSIONS_DESCRIPTION = """List the indexed repositories (sessions) this server answers about: name, \
 embedder, passages indexed, last index job, and the git revision when one was recorded. Cheap; call it once at \
@@ -63,11 +69,12 @@ the start to choose the `session` argument of the other tools (it may be omitted
 
 ASK_DESCRIPTION = """Answer one question about a session's repository with a grounded answer: every claim cites \
 `path:start-end` of indexed docs or code. Returns `answer`, `citations` [{path, start_line, end_line}], \
-`abstained` (true: the index does not answer this; the answer says so and names the nearest files) and the \
-revision answered from. Each call runs the full retrieval and answering pipeline (LLM calls when configured), so \
-ask once per real question: do not re-ask a paraphrase after `abstained: true` (use `search` with other words, \
-or `read` the files it names). For a follow-up pass the earlier turns in `history` instead of repeating them. To \
-only locate something, `search` is cheaper; to see a citation's lines, use `read`."""
+`abstained` (true: the index does not answer this; the answer says so and names the nearest files), the \
+revision answered from, and `run_id` (pass it to `feedback` when the user judges the answer). Each call runs \
+the full retrieval and answering pipeline (LLM calls when configured), so ask once per real question: do not \
+re-ask a paraphrase after `abstained: true` (use `search` with other words, or `read` the files it names). For a \
+follow-up pass the earlier turns in `history` instead of repeating them. To only locate something, `search` is \
+cheaper; to see a citation's lines, use `read`."""
 
 SEARCH_DESCRIPTION = """Find the passages of a session's docs and code most relevant to a query, without \
 composing an answer (the retrieval `ask` uses: exact paths, symbols, semantic and lexical search, fused). \
@@ -80,6 +87,12 @@ session's current index holds them, e.g. to expand a citation from `ask` or `sea
 indexed root, exactly as citations give it. An `end_line` past the file's end is cut to its last line; lines no \
 indexed passage holds (frontmatter, blank lines between sections) come back empty and are listed in \
 `missing_lines`. Reads the index only, never the server's disk."""
+
+FEEDBACK_DESCRIPTION = f"""Record whether an answer from `ask` helped: `run_id` as `ask` returned it, `score` 1 \
+(helped) or -1 (did not), and an optional `comment` saying why (at most 2000 characters). Call it only when the \
+user judges the answer, once per judgement. The vote is stored on the server with the question, answer and \
+citations (and sent to LangSmith when tracing is on); it changes no answer and no index. Only the answers of the \
+last {MAX_REMEMBERED_ANSWERS} `ask` calls of this server can be voted on."""
 
 
 # --- what the tools return (their structured output schemas) ---------------------------------------------------
@@ -101,6 +114,26 @@ class AskResult(BaseModel):
     abstained: bool = Field(description="True when the index does not answer the question (the answer says so).")
     session: str = Field(description="The session answered from.")
     commit: str | None = Field(default=None, description="Git commit the session was indexed from, if recorded.")
+    run_id: str | None = Field(default=None, description="The run that answered: pass it to `feedback` to vote on "
+                                                         "this answer (its LangSmith run when traced).")
+
+
+class FeedbackResult(BaseModel):
+    """A stored vote."""
+
+    feedback_id: str = Field(description="The vote's id in the server's feedback store.")
+    run_id: str = Field(description="The answer's run the vote is on.")
+    score: int = Field(description="1: the answer helped; -1: it did not.")
+
+
+@dataclass(frozen=True)
+class AnsweredRun:
+    """What `ask` answered in one run: what a vote on that run stores."""
+
+    session: str
+    question: str
+    answer: str
+    citations: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Passage(BaseModel):
@@ -233,6 +266,22 @@ def check_top_k(top_k: int) -> int:
     return top_k
 
 
+def check_score(score: Any) -> int:
+    """A vote's score: 1 or -1 (a bool is not a score); raises `UsageError` otherwise."""
+    if isinstance(score, bool) or score not in (1, -1):
+        raise UsageError(f"score must be 1 (the answer helped) or -1 (it did not), got {score!r}")
+    return int(score)
+
+
+def remember_answer(answers: OrderedDict[str, AnsweredRun], run_id: str, run: AnsweredRun, *,
+                    limit: int = MAX_REMEMBERED_ANSWERS) -> None:
+    """Keep `run` under `run_id`, dropping the oldest answers past `limit`."""
+    answers[run_id] = run
+    answers.move_to_end(run_id)
+    while len(answers) > limit:
+        answers.popitem(last=False)
+
+
 def citations_of(raw: Sequence[Any] | None) -> list[Citation]:
     """The graph's citation dicts as `Citation`s (anything malformed is dropped, never invented)."""
     out = []
@@ -288,6 +337,7 @@ class LotsmanTools:
         self._graphs: dict[str, Any] = {}
         self._warming: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._answered: OrderedDict[str, AnsweredRun] = OrderedDict()
 
     def start_warming(self) -> None:
         """Run `warm` in a background thread (once)."""
@@ -414,8 +464,43 @@ class LotsmanTools:
             out = await graph.ainvoke({"messages": [*messages, HumanMessage(text)]}, config=config, context=context)
         except SessionNotFoundError:  # deleted between two stages of the turn
             raise session_deleted(name) from None
-        return AskResult(answer=str(out.get("answer", "")), citations=citations_of(out.get("citations")),
-                         abstained=bool(out.get("abstained", False)), session=name, commit=commit)
+        result = AskResult(answer=str(out.get("answer", "")), citations=citations_of(out.get("citations")),
+                           abstained=bool(out.get("abstained", False)), session=name, commit=commit,
+                           run_id=str(run_id))
+        self.remember(str(run_id), AnsweredRun(session=name, question=text, answer=result.answer,
+                                               citations=[c.model_dump() for c in result.citations]))
+        return result
+
+    def remember(self, run_id: str, run: AnsweredRun) -> None:
+        """Keep an answer `feedback` may vote on (the last `MAX_REMEMBERED_ANSWERS`)."""
+        with self._lock:
+            remember_answer(self._answered, run_id, run)
+
+    async def feedback(self, run_id: str, score: int, comment: str | None = None) -> FeedbackResult:
+        """Store a vote on one of this server's recent answers (`rag_feedback`; LangSmith feedback when traced).
+
+        Raises:
+            UsageError: an empty or unknown run id, a score other than ±1, a comment over 2000 characters.
+        """
+        vote = check_score(score)
+        key = run_id.strip()
+        if not key:
+            raise UsageError("run_id is empty: pass the run_id an `ask` answer carried")
+        with self._lock:
+            run = self._answered.get(key)
+        if run is None:
+            raise UsageError(f"no answer with run_id '{printable(key[:80])}' on this server: pass the run_id of one of "
+                             f"the last {MAX_REMEMBERED_ANSWERS} `ask` answers since it started")
+        feedback_id = await self._db(self._record_vote, key, run, vote, comment)
+        return FeedbackResult(feedback_id=feedback_id, run_id=key, score=vote)
+
+    def _record_vote(self, run_id: str, run: AnsweredRun, score: int, comment: str | None) -> str:
+        from stores.feedback import langsmith_target, record_feedback
+
+        with self.deps().database().connection() as conn:
+            return record_feedback(conn, run.session, run_id=run_id, thread_id=None, question=run.question,
+                                   answer=run.answer, citations=run.citations, score=score, comment=comment,
+                                   langsmith=langsmith_target(self.settings))
 
     async def search(self, query: str, session: str | None = None, top_k: int = DEFAULT_SEARCH_RESULTS,
                      ref: str | None = None) -> SearchResult:
@@ -504,10 +589,15 @@ StartArg = Annotated[int, Field(description="First line (1-based).")]
 EndArg = Annotated[int, Field(description="Last line (inclusive; at most 400 lines in all).")]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+VOTE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+"""A vote adds a row to the server's feedback store (and LangSmith): a write, though it changes no answer."""
+RunIdArg = Annotated[str, Field(description="The run_id of an `ask` answer.")]
+ScoreArg = Annotated[int, Field(description="1: the answer helped; -1: it did not.")]
+CommentArg = Annotated[str | None, Field(description="Why, in a sentence or two (at most 2000 characters).")]
 
 
 def build_server(tools: LotsmanTools, *, warm: bool = False) -> MCPServer:
-    """The MCP server with Lotsman's four reading tools (no indexing tool, on purpose).
+    """The MCP server with Lotsman's four reading tools and `feedback` (no indexing tool, on purpose).
 
     Args:
         tools: what the tools do.
@@ -550,5 +640,9 @@ def build_server(tools: LotsmanTools, *, warm: bool = False) -> MCPServer:
     async def read(path: PathArg, start_line: StartArg, end_line: EndArg, session: SessionArg = None,
                    ref: RefArg = None) -> ReadResult:
         return await guarded(tools.read(session, path, start_line, end_line, ref))
+
+    @server.tool(name="feedback", title="Vote on an answer", description=FEEDBACK_DESCRIPTION, annotations=VOTE)
+    async def feedback(run_id: RunIdArg, score: ScoreArg, comment: CommentArg = None) -> FeedbackResult:
+        return await guarded(tools.feedback(run_id, score, comment))
 
     return server

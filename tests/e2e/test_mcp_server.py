@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.conftest import SMALL_CORPUS, VENV_BIN, DevServer, running_dev_server
 
-TOOLS = {"list_sessions", "ask", "search", "read"}
+TOOLS = {"list_sessions", "ask", "search", "read", "feedback"}
 TOKEN = "e2e-token-7f3a"
 QUESTION = "Как настроить CORS в приложении?"
 

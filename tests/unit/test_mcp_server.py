@@ -31,7 +31,7 @@ from graph.settings import Settings
 from stores.errors import DatabaseUnavailableError, InvalidQuestionError, SessionNotFoundError, UsageError
 from stores.reading import check_range
 
-TOOLS = {"list_sessions", "ask", "search", "read"}
+TOOLS = {"list_sessions", "ask", "search", "read", "feedback"}
 
 
 @pytest.mark.parametrize(("requested", "names", "default", "expected"), [
@@ -144,14 +144,14 @@ class FakeTools(LotsmanTools):
                           text="line", missing_lines=[])
 
 
-async def test_lists_the_four_reading_tools_and_no_indexing_tool() -> None:
+async def test_lists_the_four_reading_tools_a_vote_and_no_indexing_tool() -> None:
     async with Client(build_server(FakeTools())) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == TOOLS
     assert not any("index" in name for name in tools)
     for tool in tools.values():
         assert tool.description and tool.output_schema, tool.name
-        assert tool.annotations and tool.annotations.read_only_hint is True
+        assert tool.annotations and tool.annotations.read_only_hint is (tool.name != "feedback")  # a vote writes
     assert "ask once per real question" in (tools["ask"].description or "")
     assert set(tools["ask"].output_schema["properties"]) >= {"answer", "citations", "abstained"}
     assert set(tools["read"].input_schema["required"]) == {"path", "start_line", "end_line"}
@@ -166,7 +166,7 @@ async def test_ask_returns_structured_citations() -> None:
     assert not result.is_error
     assert result.structured_content == {
         "answer": "Добавьте CORSMiddleware (docs/cors.md:5-7).", "abstained": False, "session": "docs",
-        "citations": [{"path": "docs/cors.md", "start_line": 5, "end_line": 7}], "commit": None}
+        "citations": [{"path": "docs/cors.md", "start_line": 5, "end_line": 7}], "commit": None, "run_id": None}
     assert fake.calls == [("ask", "Как включить CORS?", "docs", [Turn(role="user", content="Привет")])]
 
 
