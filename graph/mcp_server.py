@@ -338,6 +338,7 @@ class LotsmanTools:
         self._warming: threading.Thread | None = None
         self._lock = threading.Lock()
         self._answered: OrderedDict[str, AnsweredRun] = OrderedDict()
+        self._answers_lock = threading.Lock()  # not `_lock`: building the deps holds that one for seconds
 
     def start_warming(self) -> None:
         """Run `warm` in a background thread (once)."""
@@ -473,7 +474,7 @@ class LotsmanTools:
 
     def remember(self, run_id: str, run: AnsweredRun) -> None:
         """Keep an answer `feedback` may vote on (the last `MAX_REMEMBERED_ANSWERS`)."""
-        with self._lock:
+        with self._answers_lock:
             remember_answer(self._answered, run_id, run)
 
     async def feedback(self, run_id: str, score: int, comment: str | None = None) -> FeedbackResult:
@@ -486,7 +487,7 @@ class LotsmanTools:
         key = run_id.strip()
         if not key:
             raise UsageError("run_id is empty: pass the run_id an `ask` answer carried")
-        with self._lock:
+        with self._answers_lock:
             run = self._answered.get(key)
         if run is None:
             raise UsageError(f"no answer with run_id '{printable(key[:80])}' on this server: pass the run_id of one of "
