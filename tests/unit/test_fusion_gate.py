@@ -148,8 +148,8 @@ def test_cross_lingual_requests_are_judged_by_similarity_not_by_stems() -> None:
     russian_over_english = GateSignals(rows=5, coverage=0.0, best_similarity=t.cross_similarity_pass + 0.05,
                                        cross_lingual=True, has_terms=True)
     assert decide(russian_over_english, t).passed
-    far = GateSignals(rows=5, coverage=0.2, best_similarity=t.cross_similarity_pass - 0.05, cross_lingual=True,
-                      has_terms=True)
+    far = GateSignals(rows=5, coverage=t.cross_coverage_pass - 0.1, best_similarity=t.cross_similarity_pass - 0.05,
+                      cross_lingual=True, has_terms=True)
     assert not decide(far, t).passed and decide(far, t).reason.startswith("cross-lingual")
     same_language = GateSignals(rows=5, coverage=0.0, best_similarity=t.cross_similarity_pass + 0.05,
                                 has_terms=True)
