@@ -205,7 +205,8 @@ def _import_graph_stack(command: str) -> None:
 
     The imports create ~1M long-lived objects (pydantic models, LangChain's classes), and the collector
     walked them over and over while they were created: ~0.1 s of the 0.9 s of CPU they took (2 cores). The
-    frozen objects stay out of later collections too (a long `chat`, `watch`).
+    frozen objects stay out of later collections too (a long `chat`, `watch`). The stack's `LEAF_MODULES`
+    are loaded first, each without its package's `__init__`.
     """
     modules = GRAPH_COMMANDS.get(command, ())
     if not modules:
@@ -213,12 +214,59 @@ def _import_graph_stack(command: str) -> None:
     enabled = gc.isenabled()
     gc.disable()
     try:
+        load_leaf_modules(LEAF_MODULES)
         for name in modules:
             importlib.import_module(name)
     finally:
         gc.freeze()
         if enabled:
             gc.enable()
+
+
+LEAF_MODULES = ("langsmith.types.run_select_field", "langgraph_sdk.auth.types")
+"""Modules the graph's stack imports from packages whose `__init__` loads much more than it needs.
+`langchain_core`'s tracers import `langsmith.run_trees`, whose `_v2_migration_utils` takes one `Literal` alias
+from `langsmith.types.run_select_field`; the `langsmith.types` package builds ~200 pydantic models of
+LangSmith's REST API on import (~0.1 s of CPU), which tracing never uses. `langgraph.runtime` takes the
+`BaseUser` protocol from `langgraph_sdk.auth.types`, and `langgraph_sdk`'s package loads the SDK's HTTP
+client (httpx with its CLI's rich/click/pygments, websockets: ~0.05 s). Both leaves import only the standard
+library and `typing_extensions` (`tests/unit/test_cold_imports.py` checks it), so one loaded alone is the
+module the package would load. The packages still load normally, in full, the first time anything imports
+them (LangSmith's run queries, `langgraph_sdk.get_client`), and reuse these same module objects."""
+
+
+def load_leaf_modules(names: Sequence[str]) -> list[str]:
+    """Load each `package.sub.leaf` module from its file without running `package.sub`'s `__init__`, unless
+    it or its package is loaded already or cannot be found; returns the names loaded. Anything unexpected
+    leaves the module to the ordinary import, which then loads the package in full."""
+    import importlib.util
+
+    loaded = []
+    for name in names:
+        package = name.rpartition(".")[0]
+        if name in sys.modules or package in sys.modules:
+            continue
+        top, *middle, leaf = name.split(".")
+        try:
+            spec = importlib.util.find_spec(top)  # finds the top package without importing it
+            roots = list(spec.submodule_search_locations or ()) if spec else []
+            if not roots:
+                continue
+            folder = os.path.join(roots[0], *middle)
+            path = os.path.join(folder, f"{leaf}.py")
+            if not (os.path.isfile(os.path.join(folder, "__init__.py")) and os.path.isfile(path)):
+                continue
+            leaf_spec = importlib.util.spec_from_file_location(name, path)
+            if leaf_spec is None or leaf_spec.loader is None:
+                continue
+            module = importlib.util.module_from_spec(leaf_spec)
+            sys.modules[name] = module
+            leaf_spec.loader.exec_module(module)
+        except Exception:  # a changed layout: the ordinary import does it, at the ordinary cost
+            sys.modules.pop(name, None)
+            continue
+        loaded.append(name)
+    return loaded
 
 
 OUTPUT_LOST = 141

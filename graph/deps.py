@@ -11,8 +11,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-
-from langchain_core.language_models import BaseChatModel
+from typing import TYPE_CHECKING
 
 from graph.context import Context
 from graph.settings import Settings, get_settings
@@ -32,6 +31,9 @@ from stores.errors import LotsmanError
 from stores.repository import RagRepository
 from stores.schema import ensure_tables
 from stores.sessions import RagSession, get_session
+
+if TYPE_CHECKING:  # the chat model's classes load with the model (`make_chat_model`), not with the graph
+    from langchain_core.language_models import BaseChatModel
 
 LANE_WORKERS = 6
 """Threads of the shared lane pool: each request runs up to five lane queries at once."""

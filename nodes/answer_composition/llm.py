@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from nodes.answer_composition.citations import verify_citations
@@ -16,6 +15,9 @@ from nodes.context_analysis.llm import fence_passages
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult, Subintent
 from nodes.llm_budget import as_unavailable
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 ANSWER_PROMPT = """You are Lotsman, an assistant that answers questions about one software project \
 (its documentation and its Python code) using ONLY the documents given in the user message.

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from nodes.context_analysis.models import Analysis, Span
@@ -16,6 +15,9 @@ from nodes.evidence import EvidenceRow
 from nodes.intent_routing.llm import parse_candidate
 from nodes.intent_routing.models import RouteResult
 from nodes.llm_budget import NOSTREAM, as_unavailable
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 MAX_CHOSEN = 3
 """Passages the model may choose: a lead and two supports (it reads them all, so fewer, better ones)."""

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from nodes.llm_budget import NOSTREAM, as_unavailable
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 REWRITE_PROMPT = """You rewrite the user's latest question into ONE standalone request.
 

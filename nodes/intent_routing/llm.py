@@ -9,20 +9,23 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-import httpx
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from nodes.intent_routing.prompts import RouterPrompts, load_prompts, render_messages, route_function
 from nodes.llm_budget import NOSTREAM, LLMUnavailable, as_unavailable
 
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
 DEFAULT_TIMEOUT_S = 8.0
 def default_llm_errors() -> tuple[type[BaseException], ...]:
-    """The errors a router call falls back on. The GigaChat SDK is imported here, when a router is built
-    with a chat model, not with this module: an offline `lotsman ask` paid ~55 ms for it."""
+    """The errors a router call falls back on. The GigaChat SDK and httpx are imported here, when a router is
+    built with a chat model, not with this module: an offline `lotsman ask` paid ~55 ms for the SDK and
+    ~30 ms for httpx (its package loads its command line's rich, click and pygments)."""
+    import httpx
     from gigachat.exceptions import GigaChatException
 
     return (GigaChatException, httpx.HTTPError, TimeoutError)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 
 from nodes.intent_routing.aliases import AliasIndex
@@ -24,6 +23,9 @@ from nodes.intent_routing.normalizer import normalize_query
 from nodes.intent_routing.prompts import RouterPrompts, build_payload
 from nodes.intent_routing.target_terms import extract_target_terms
 from nodes.intent_routing.validator import validate_candidate
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 logger = logging.getLogger(__name__)
 
