@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graph.errors import client_visible, validation_message
+from graph.settings import MAX_LLM_SECONDS, MAX_TOKEN_CAP
 from nodes.context_retrieval.choices import DEFAULT_RANKER, Ranker, Retriever
 from stores.errors import InvalidInputError
 
@@ -28,7 +29,7 @@ class Context(BaseModel):
     (`stores.sessions.run_session`). None: `rag_session_id` itself."""
     top_k: int = Field(default=12, strict=True, ge=1, le=200)
     """Evidence rows kept after fusion (before the token cap)."""
-    token_cap: int = Field(default=4096, strict=True, ge=1)
+    token_cap: int = Field(default=4096, strict=True, ge=1, le=MAX_TOKEN_CAP)
     """Token budget of the evidence handed to analysis and composition (seed 004)."""
     retriever: Retriever = "full"
     """`full`: every lane of the route's plan, fused (the product); `vector` / `bm25`: the semantic or the
@@ -39,7 +40,7 @@ class Context(BaseModel):
     baseline). Any other value is an error."""
     use_llm: bool = Field(default=True, strict=True)
     """Use the chat model when one is configured (False forces the offline path)."""
-    llm_timeout_s: float = Field(default=30.0, gt=0)
+    llm_timeout_s: float = Field(default=30.0, gt=0, le=MAX_LLM_SECONDS)
     """Seconds an LLM answer may take before the extractive answer is used."""
 
     def __init__(self, **data: Any) -> None:

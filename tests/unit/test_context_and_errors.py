@@ -31,6 +31,8 @@ from stores.errors import InvalidInputError, LotsmanError, SessionNotFoundError
     ({"rag_session_id": " "}, "rag_session_id: must name a session"),
     ({"token_cap": -1}, "token_cap"),
     ({"llm_timeout_s": 0}, "llm_timeout_s"),
+    ({"token_cap": 10**12}, "token_cap: Input should be less than or equal to 131072"),
+    ({"llm_timeout_s": float("inf")}, "llm_timeout_s: Input should be less than or equal to 600"),
     ({"topk": 3}, "topk: Extra inputs are not permitted"),
 ])
 def test_bad_context_is_one_clear_line(context: dict[str, Any], says: str) -> None:
