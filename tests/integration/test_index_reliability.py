@@ -102,6 +102,38 @@ def test_a_same_size_rewrite_with_its_mtime_put_back_is_reindexed(db: Database, 
     assert "99 MB" in _contents(db, name, "docs/limits.md")
 
 
+def test_a_snapshot_recorded_before_the_ctime_is_read_without_error(db: Database, tmp_path: Path,
+                                                                    name: str) -> None:
+    """A session indexed by an earlier Lotsman holds `[size, mtime_ns, inode, blob_sha]` entries: no stat
+    matches them, so each file's blob sha decides; unchanged, the run is still a no-op, and it records the
+    snapshot with the ctime."""
+    from psycopg.types.json import Jsonb
+
+    root = tmp_path / "repo"
+    an_hour_ago = (os.stat(tmp_path).st_mtime_ns // 10**9 - 3600) * 10**9
+    for i in range(3):
+        _write(root / f"docs/p{i}.md", f"# Page {i}\n\nText {i}.\n", mtime_ns=an_hour_ago)
+    index_repository(db, root, session_name=name, embedder=EMBEDDER)
+    with db.connection() as conn:
+        session_id = get_session(conn, name).rag_session_id
+        job_id, tree = conn.execute(
+            "SELECT job_id, counts->'tree' FROM rag_index_jobs WHERE rag_session_id = %s AND counts ? 'tree'",
+            (session_id,)).fetchone()
+        tree["files"] = {p: [size, mtime, ids[0], sha] for p, (size, mtime, ids, sha) in tree["files"].items()}
+        conn.execute("UPDATE rag_index_jobs SET counts = jsonb_set(counts, '{tree}', %s) WHERE job_id = %s",
+                     (Jsonb(tree), job_id))
+
+    report = index_repository(db, root, session_name=name, embedder=EMBEDDER)
+    assert report.noop and report.files_unchanged == 3
+    with db.connection() as conn:
+        (files,) = conn.execute("SELECT counts->'tree'->'files' FROM rag_index_jobs WHERE job_id = %s",
+                                (report.job_id,)).fetchone()
+    assert all(isinstance(entry[2], list) and len(entry[2]) == 2 for entry in files.values())
+
+    _write(root / "docs/p1.md", "# Page 1\n\nText one.\n", mtime_ns=an_hour_ago)
+    assert index_repository(db, root, session_name=name, embedder=EMBEDDER).files_indexed == 1
+
+
 # -- 5. the files are read under the session's lock -----------------------------------------------------------
 
 
