@@ -90,11 +90,24 @@ def clean_heading(text: str) -> str:
     return _ANCHOR.sub("", text.strip().lstrip("#").strip()).strip()
 
 
+_LOCAL_LINK_FIRST = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|\|\s*)?\[[^\]]*\]\((?![a-z][a-z0-9+.-]*:)[^)]*\)", re.I)
+"""A list item or table row that opens with a link to another file of the same repository (no URL scheme)."""
+NAVIGATION_SHARE = 0.8
+
+
 def _is_link_list(text: str) -> bool:
-    """Mostly markdown links (a "see also" list or a table of contents): names topics, answers nothing."""
+    """Mostly markdown links (a "see also" list or a table of contents): names topics, answers nothing.
+
+    A table of contents with a line about each page is one too: every row (item) opens with a link to another
+    page of the repository, whose own text is the answer.
+    """
     letters = sum(ch.isalnum() for ch in text)
     linked = sum(sum(ch.isalnum() for ch in m.group(0)) for m in _LINK.finditer(text))
-    return letters > 0 and linked / letters >= 0.5
+    if letters > 0 and linked / letters >= 0.5:
+        return True
+    rows = [line for line in text.split("\n") if line.strip() and (_ITEM.match(line) or line.lstrip().startswith("|"))]
+    led = sum(1 for line in rows if _LOCAL_LINK_FIRST.match(line))
+    return len(rows) >= 2 and led >= NAVIGATION_SHARE * len(rows)
 
 
 def layout_docs(row: EvidenceRow) -> Layout:
@@ -293,6 +306,14 @@ def run_lines(lines: list[Line], a: int, b: int, wanted: set[str]) -> list[int]:
     return sorted({a, *shown[: MAX_CODE_LINES - 1]})
 
 
+_VALUE = re.compile(r"""(?:^|[^=!<>])=(?!=)\s*(?:[-+]?\d|["'(\[{]|True\b|False\b|None\b)|["'][^"'\n]{3,}["']""")
+
+
+def _states_value(text: str) -> bool:
+    """A line that assigns a literal or passes a string: where a default, a message or a setting is stated."""
+    return not text.lstrip().startswith("#") and _VALUE.search(text) is not None
+
+
 def _code_text(lines: list[Line], picked: list[int]) -> str:
     parts: list[str] = []
     for n, k in enumerate(picked):
@@ -327,8 +348,12 @@ def code_candidates(row: EvidenceRow, wanted: set[str], *, runs_at_use: bool = F
             elif size <= MAX_CODE_LINES or not header:
                 picked = list(range(a, min(b, a + MAX_CODE_LINES - 1) + 1))
             else:
-                used = list(dict.fromkeys(n for k in range(a, b + 1) if k not in header
-                                          and _OUTCOME.match(lines[k].text) for n in _statement(lines, k, b)))
+                # First the lines that set or pass a value under an asked-about name (`x = 80`,
+                # `kwargs.setdefault("help", "Show this message")`): what a question about a default asks for.
+                used = [k for k in range(a, b + 1) if k not in header and _states_value(lines[k].text)
+                        and _uses(lines[k].text, wanted)]
+                used += list(dict.fromkeys(n for k in range(a, b + 1) if k not in header and k not in used
+                                           and _OUTCOME.match(lines[k].text) for n in _statement(lines, k, b)))
                 used += [k for k in range(a, b + 1) if k not in header and k not in used and lines[k].text.strip()
                          and _uses(lines[k].text, wanted)]
                 # Then the lines with string literals, while the budget lasts (dev, five corpora: key-fact
