@@ -25,10 +25,10 @@ def _index(args: argparse.Namespace, settings: Settings) -> int:
         from stores.indexing.git_source import resolve_revision
 
         revision = resolve_revision(root, args.ref)
-    with Database.from_settings(settings) as db:
-        session, report = _unchanged(db, root, revision, args, settings)
-        embedder = session.embedder if report is not None else ""
-        if report is None:
+    session, report = _unchanged(root, revision, args, settings)
+    embedder = session.embedder if report is not None else ""
+    if report is None:
+        with Database.from_settings(settings) as db:
             report, embedder = _run_index(db, session, root, args, settings)
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2, default=str))
@@ -37,18 +37,22 @@ def _index(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _unchanged(db: Any, root: Path, revision: Any, args: argparse.Namespace, settings: Settings
-               ) -> tuple[Any, Any]:
+def _unchanged(root: Path, revision: Any, args: argparse.Namespace, settings: Settings) -> tuple[Any, Any]:
     """The session (None when new) and the no-op report when nothing changed since its last job (else None).
 
     Asked before the embedder, the pipelines and the indexing service are imported: a no-op re-index of
-    fastapi-ru cost 1.7 s, nearly all of it imports it never used (see stores/indexing/unchanged.py).
+    fastapi-ru cost 1.7 s, nearly all of it imports it never used (see stores/indexing/unchanged.py). It asks
+    through one plain connection: the pool registers pgvector's types on its connections, which imports numpy
+    (~0.1 s of CPU a no-op does not need); a real job opens the pool afterwards.
     """
+    from stores.database import EMBEDDED_HINT, EXTERNAL_HINT, connect, ensure_pgvector, resolve_database_url
     from stores.indexing.unchanged import unchanged_report
     from stores.schema import ensure_tables
     from stores.sessions import find_session
 
-    with db.connection() as conn:
+    url = resolve_database_url(settings.database_url, settings.data_dir)
+    with connect(url, hint=EXTERNAL_HINT if settings.database_url else EMBEDDED_HINT, autocommit=True) as conn:
+        ensure_pgvector(conn)  # a new database gets the extension before its tables, as the pool would do
         ensure_tables(conn)
         session = find_session(conn, args.session)
         if session is None or args.full or args.rebuild:

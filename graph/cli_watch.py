@@ -222,8 +222,13 @@ def _run_batch(deps: Any, settings: Settings, root: Path, session: str) -> None:
 
 
 def _git(root: Path, *args: str) -> str:
+    from stores.indexing.git_source import git_environment
+
     try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
+        # without the hook's GIT_DIR (a commit in another worktree runs this folder's hook runner): the runner's
+        # lock and log belong in the git folder of the folder it indexes
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30,
+                              env=git_environment())
     except FileNotFoundError:
         raise UsageError("git is not installed (or not on PATH): hooks need it") from None
     if done.returncode != 0:

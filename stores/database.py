@@ -22,8 +22,6 @@ from pathlib import Path
 from types import ModuleType
 
 import psycopg
-from pgvector.psycopg import register_vector
-from psycopg_pool import ConnectionPool, PoolTimeout
 
 from stores.errors import DatabaseUnavailableError, EmbeddedServerError, PgvectorMissingError
 
@@ -329,6 +327,12 @@ def connect(url: str, *, hint: str = EXTERNAL_HINT, **kwargs) -> psycopg.Connect
         ) from None
 
 
+def _register_vector(conn: psycopg.Connection) -> None:
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+
+
 class Database:
     """A connection pool on a database that has pgvector; the one handle the stores share."""
 
@@ -337,12 +341,14 @@ class Database:
         self.hint = hint
         with connect(url, hint=hint) as conn:
             ensure_pgvector(conn)
+        from psycopg_pool import ConnectionPool
+
         self.pool = ConnectionPool(
             url,
             min_size=min_size,
             max_size=max_size,
             kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "autocommit": False},
-            configure=register_vector,
+            configure=_register_vector,
             # A restarted server leaves broken idle connections: replace them instead of failing a query.
             check=ConnectionPool.check_connection,
             timeout=POOL_TIMEOUT_S,
@@ -365,6 +371,8 @@ class Database:
         connection comes within `POOL_PROBE_S`, one direct connect tells "server down" (a one-line
         `DatabaseUnavailableError` now) from "every connection busy" (keep waiting).
         """
+        from psycopg_pool import PoolTimeout
+
         try:
             conn = self.pool.getconn(timeout=POOL_PROBE_S)
         except PoolTimeout:

@@ -26,7 +26,9 @@ def opened_pools(monkeypatch: pytest.MonkeyPatch) -> list[Database]:
 
 @pytest.mark.usefixtures("cli_on_test_db")
 @pytest.mark.parametrize("command", [
-    ["ask", "Как настроить CORS?"], ["retrieve", "Как настроить CORS?"], ["index", "{corpus}"], ["sessions"],
+    ["ask", "Как настроить CORS?"], ["retrieve", "Как настроить CORS?"],
+    ["index", "{corpus}", "--full"],  # unchanged, it is a no-op: one plain connection, no pool
+    ["sessions"],
 ], ids=["ask", "retrieve", "index", "sessions"])
 def test_commands_close_their_connection_pools(command: list[str], opened_pools: list[Database], db: Database,
                                                tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -217,3 +217,25 @@ def test_index_ref_from_another_repositorys_hook_reads_its_own_repository(db: Da
     assert _git(mine, "rev-parse", "v1")[:12] in done.stdout
     text = _contents(db, name, "docs/guide.md")
     assert "seven (mine)" in text and "hook's repository" not in text
+
+
+# -- a no-op re-index loads only what the check needs --------------------------------------------------------
+
+
+def test_a_noop_reindex_loads_neither_numpy_nor_the_connection_pool(db: Database, tmp_path: Path, name: str,
+                                                                   pg_data_dir: Path) -> None:
+    """The no-op check reads job rows and stats files: pgvector's types (numpy) and psycopg_pool were ~0.1 s
+    of a 0.4 s CPU no-op (fastapi-ru) that it never used."""
+    import sys
+
+    from tests.integration.conftest import cli_env
+
+    root = tmp_path / "repo"
+    _write(root / "docs/a.md", "# A\n\nA page.\n")
+    index_repository(db, root, session_name=name, embedder=EMBEDDER)
+    code = ("import sys; from graph.cli import main; code = main(['index', sys.argv[1], '--session', sys.argv[2]]); "
+            "print(code, sorted(m for m in ('numpy', 'psycopg_pool') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code, str(root), name], capture_output=True, text=True,
+                          env=cli_env(pg_data_dir), timeout=120)
+    assert "nothing changed since the last index job" in done.stdout, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "0 []"
