@@ -10,6 +10,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from stores.errors import UsageError
+from stores.indexing.files import BACKSLASH_IS_SEPARATOR
 from stores.layers import Layer
 from stores.sessions import RagSession, get_session
 from stores.statements import escape_like, normalize_path
@@ -70,15 +71,18 @@ def check_range(start_line: int, end_line: int, *, max_lines: int = MAX_READ_LIN
                          f"{max_lines} at a time")
 
 
-def clean_path(path: str, root_path: str | None = None) -> str:
+def clean_path(path: str, root_path: str | None = None, *, backslash_separator: bool = True) -> str:
     """The session-relative form of a user's path (`./a.md`, `a\\b.py`, or an absolute path under the
-    session's root); raises `UsageError` for an empty or absurdly long one."""
+    session's root); raises `UsageError` for an empty or absurdly long one. With `backslash_separator=False`
+    a `\\` stays a name character (a POSIX file may hold one, and the index stores it as it is)."""
     if not isinstance(path, str):
         raise UsageError(f"path must be a file path as the index lists it, got {path!r}")
     if len(path) > MAX_PATH_CHARS:
         raise UsageError(f"path is {len(path)} characters long: give a file path as the index lists it")
-    raw = path.replace("\x00", "").strip().replace("\\", "/")
-    root = (root_path or "").replace("\\", "/").rstrip("/")
+    raw = path.replace("\x00", "").strip()
+    root = (root_path or "").rstrip("/")
+    if backslash_separator:
+        raw, root = raw.replace("\\", "/"), root.replace("\\", "/").rstrip("/")
     if root and raw.startswith(root + "/"):
         raw = raw[len(root) + 1:]
     cleaned = normalize_path(raw)
@@ -157,11 +161,18 @@ def read_indexed_lines(conn: psycopg.Connection, session_name: str, path: str, s
     """
     check_range(start_line, end_line)
     session = get_session(conn, session_name)
-    rel = clean_path(path, session.root_path)
-    with conn.cursor(row_factory=dict_row) as cur:
-        row = cur.execute(_READ_SQL.format(table=session.table), {
-            "sid": session.rag_session_id, "path": rel, "layers": list(VERBATIM_LAYERS),
-            "start": start_line, "end": end_line}).fetchone()
+    # the path as written first (`back\\slash.md` is a POSIX name), then with `\\` as a separator (a Windows user)
+    spellings = dict.fromkeys([clean_path(path, session.root_path, backslash_separator=BACKSLASH_IS_SEPARATOR),
+                               clean_path(path, session.root_path)])
+    for rel in spellings:
+        with conn.cursor(row_factory=dict_row) as cur:
+            row = cur.execute(_READ_SQL.format(table=session.table), {
+                "sid": session.rag_session_id, "path": rel, "layers": list(VERBATIM_LAYERS),
+                "start": start_line, "end": end_line}).fetchone()
+        if row is not None and row["last_line"] is not None:
+            break
+    else:
+        rel = next(iter(spellings))
     last_line = row["last_line"] if row else None
     if row is None or last_line is None:
         raise UsageError(_not_in_session(conn, session, rel))

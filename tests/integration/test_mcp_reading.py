@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,6 +66,9 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("read-repo")
     (root / "docs").mkdir()
     (root / "docs" / "deploy.md").write_text(GUIDE, encoding="utf-8")
+    if os.sep == "/":  # a backslash is a name character on POSIX
+        (root / "docs" / "back\\slash.md").write_text("# Back\n\nA file whose name holds a backslash.\n",
+                                                      encoding="utf-8")
     (root / "pkg").mkdir()
     (root / "pkg" / "retry.py").write_text(CODE, encoding="utf-8")
     (root / "pkg" / "big.py").write_text(BIG, encoding="utf-8")
@@ -120,6 +124,13 @@ def test_an_end_past_the_file_is_cut_to_its_last_line(db, session: str) -> None:
 def test_paths_as_users_write_them(db, session: str, repo: Path) -> None:
     for path in ("./docs/deploy.md", str(repo / "docs" / "deploy.md"), "docs\\deploy.md"):
         assert _read(db, session, path, 4, 4).lines == ("# Deploy",)
+
+
+@pytest.mark.skipif(os.sep != "/", reason="a backslash is a separator on Windows")
+def test_a_file_whose_name_holds_a_backslash_is_read_by_its_name(db, session: str) -> None:
+    """It was read as docs/back/slash.md, which the session does not hold."""
+    got = _read(db, session, "docs/back\\slash.md", 1, 1)
+    assert (got.path, got.lines) == ("docs/back\\slash.md", ("# Back",))
 
 
 @pytest.mark.parametrize(("args", "error", "message"), [
