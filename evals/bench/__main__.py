@@ -102,6 +102,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="scale: also replicate to 1M rows (HNSW build of ~400k vectors: long on 2 cores)")
     p.add_argument("--cold-before", metavar="REF",
                    help="cold: also time this commit's code (git archive), interleaved with this checkout's")
+    p.add_argument("--cold-after", metavar="REF",
+                   help="cold: time this commit's code (git archive) instead of the checkout's")
+    p.add_argument("--cold-also", metavar="NAME=REF|FOLDER", action="append", default=[],
+                   help="cold: one more code tree to time, interleaved (repeatable)")
     p.add_argument("--out", default=str(PROJECT_ROOT / "out" / "bench.json"), help="JSON output file")
     p.add_argument("--traceback", action="store_true", help="print tracebacks of failures")
     args = p.parse_args(argv)
