@@ -28,8 +28,9 @@ EMBED_CHARS = 160
 
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _LINK = re.compile(r"!?\[[^\]]*\]\([^)]*\)")
-_NOISE = re.compile(r"^\s*(?:/{3}.*|\{\*.*\*\}|<[^>]+>|!\[[^\]]*\]\([^)]*\)|-{3,}|\|?[\s:|-]+\|?)\s*$")
-"""Admonition markers (`/// tip`), `{* include *}` lines, bare HTML tags, images, rules, table rules."""
+_NOISE = re.compile(r"^\s*(?:/{3}.*|\{\*.*\*\}|(?:<[^>]+>\s*)+|!\[[^\]]*\]\([^)]*\)|-{3,}|\|?[\s:|-]+\|?)\s*$")
+"""Admonition markers (`/// tip`), `{* include *}` lines, lines of bare HTML tags (badges: `<a ...><img ...></a>`),
+images, rules, table rules."""
 _LITERAL_LINE = re.compile(r"[\"'][^\"'\n]{3,}[\"']")
 """A line with a string literal: messages, formats and defaults, the values a question about code asks for."""
 DEFINITION = re.compile(r"^\s*(?:async\s+def|def|class)\s+(\w+)")

@@ -120,20 +120,41 @@ def test_a_long_definition_is_quoted_at_the_line_that_states_the_asked_value(que
     assert stated in analysis.spans[0].text, analysis.spans[0].text
 
 
-TOC = ev("toc", "docs/README.md", """## api/ — интерфейсы
+TOC = ev("toc", "docs/index.md", """## billing/ — платежи
 
-| [api/cli.md](api/cli.md) | `api-cli` | команды `lotsman`, выбор профиля retrieval, коды выхода |
-| [api/python_api.md](api/python_api.md) | `api-python` | `build_graph`, `LotsmanRetriever` для API |
-| [api/server.md](api/server.md) | `api-server` | графы, run context, профиль retrieval, API endpoints |""", 45)
-POLICY = ev("policy", "docs/logic/retrieval_policy.md", """## Основной сценарий
+| [billing/cards.md](billing/cards.md) | `billing-cards` | карты, выбор режима поиска платежей |
+| [billing/refunds.md](billing/refunds.md) | `billing-refunds` | возвраты, режим поиска для вопросов о платежах |
+| [billing/export.md](billing/export.md) | `billing-export` | выгрузка, режим поиска, вопросы бухгалтерии |""", 45)
+POLICY = ev("policy", "docs/logic/search_modes.md", """## Как выбирается режим
 
-1. Ровно один сигнал вопроса выбирает профиль retrieval: сигнал API → профиль `docs_summary_api_endpoint`.
-2. Ноль или несколько сигналов → профиль `docs_summary_generic`.""", 40)
+1. Ровно один признак вопроса выбирает режим поиска: признак платежей → режим `payments_exact`.
+2. Ноль или несколько признаков → режим `generic`.""", 40)
 
 
 @pytest.mark.parametrize(("question", "rows", "lead_path"), [
-    ("Как Lotsman выбирает профиль retrieval для вопроса про API?", [TOC, POLICY], "docs/logic/retrieval_policy.md"),
+    ("Как сервис выбирает режим поиска для вопроса про платежи?", [TOC, POLICY], "docs/logic/search_modes.md"),
 ], ids=["table-of-contents-row-per-page"])
 def test_a_table_of_contents_is_never_the_answer(question: str, rows: list[EvidenceRow], lead_path: str) -> None:
     analysis = analyze(question, key_terms(question), rows, True)
     assert [s.path for s in analysis.spans] == [lead_path], [s.citation for s in analysis.spans]
+
+
+def test_a_document_card_is_quoted_by_the_section_of_its_page_that_answers() -> None:
+    """The page's summary names the topic; the section with the asked-about option is read from the index."""
+    from nodes.context_analysis.card_sources import card_sources
+
+    card = ev("card", "docs/proxy.md", "Path: docs/proxy.md\nЗа прокси-сервером: как запускать приложение за прокси.",
+              1, layer="D1_DOCUMENT_CATALOG", span_end=120, title="За прокси-сервером")
+    section = {"id": "s7", "path": "docs/proxy.md", "layer": "D0_DOC_CHUNKS", "title": "За прокси-сервером",
+               "content": "## Префикс пути прокси\n\nПередайте `--root-path /api/v1`: приложение узнает префикс.",
+               "span_start": 60, "span_end": 62, "metadata": {}}
+    other = {**section, "id": "s1", "content": "## Введение\n\nПрокси стоит перед приложением.", "span_start": 3,
+             "span_end": 5}
+    question = "Как запускать приложение за прокси, который отрезает префикс пути?"
+
+    def read(chosen: list[EvidenceRow]) -> dict[str, list[EvidenceRow]]:
+        return card_sources([other, section], chosen)
+
+    analysis = analyze(question, key_terms(question), [card], True, sources=read)
+    assert "--root-path /api/v1" in analysis.spans[0].text and analysis.spans[0].citation == "docs/proxy.md:62-62"
+    assert "s7" in analysis.expanded
