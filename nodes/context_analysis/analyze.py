@@ -41,6 +41,7 @@ from nodes.intent_routing.models import RouteResult
 from nodes.terms import key_terms
 
 MAX_SUPPORTING = 3
+DOCUMENT_CARD = "D1_DOCUMENT_CATALOG"
 SUPPORT_RATIO = 0.25
 """A supporting passage scores at least this share of the lead's: weaker ones are noise, not support."""
 CLOSE_SUPPORT_RATIO = 0.6
@@ -490,8 +491,12 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
     # In evidence order: a set's order changes with the interpreter's hash seed, and which card claims a
     # source row two cards share decided whether the definition was quoted (the same question flipped
     # between runs).
-    chosen = {s.row_id for s in pool} | {item.candidate.row.id for item in best_items}
-    source_rows, upgrades = _upgrades(sources, [row for row in rows if row.id in chosen], file_rank, q)
+    quoted = {s.row_id for s in pool}
+    chosen = quoted | {item.candidate.row.id for item in best_items}
+    # A document card's page is read only when the card is one of the passages (its file's line keeps the
+    # summary): reading every listed page's chunks cost ~80 ms a question for no measured gain.
+    source_rows, upgrades = _upgrades(sources, [row for row in rows if row.id in chosen and (
+        row.layer != DOCUMENT_CARD or row.id in quoted)], file_rank, q)
     spans, pool = _quote_sources(spans, pool, upgrades, q)
     exact = [row for row in rows if "exact" in row.lanes]
     named = named_file(rows)

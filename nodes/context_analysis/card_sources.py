@@ -32,7 +32,7 @@ SOURCE_LAYER = Layer.C0_SOURCE_CHUNKS.value
 MAX_SOURCES_PER_CARD = 6
 """Source rows kept per definition card, from the top of its span (a long class is chunked by method: its
 header, docstring and first methods say what it is)."""
-MAX_SECTIONS_PER_DOCUMENT = 40
+MAX_SECTIONS_PER_DOCUMENT = 24
 """Chunks kept per document card: the passage that answers may sit in any section of the page."""
 MAX_FETCHED = 240
 """Source rows read for all chosen cards of one request together (one statement)."""
