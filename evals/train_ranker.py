@@ -38,6 +38,7 @@ from evals.suites import SUITES, assemble_corpus
 from nodes.context_retrieval.learned_ranker import MODEL_FORMAT, MODEL_PATH, parse_model, rrf_prior
 from nodes.context_retrieval.merge import MergeSpec, rank_rows
 from nodes.context_retrieval.rank_features import FEATURES, MAX_CANDIDATES, RankQuery, candidate_features
+from nodes.evidence import EvidenceRow
 from nodes.retrieval_policy import RetrievalProfile, resolve_code_plan, resolve_plan
 from nodes.terms import key_terms
 from stores.errors import LotsmanError
@@ -67,18 +68,65 @@ class Query:
     gold: set[str]
 
 
-def collect(corpus_name: str, corpus: Path, dataset: Path, settings: Any, deps: Any) -> list[Query]:
-    """Index the corpus (incrementally, the eval's own session) and turn each usable case into a `Query`."""
+@dataclass
+class Candidates:
+    """One dev case's fused candidates as the lanes returned them, before any feature is read: what a
+    feature change is retrained from without running the lanes again (`--cache`)."""
+
+    corpus: str
+    case_id: str
+    rows: list[EvidenceRow]
+    query: RankQuery
+    similarity: dict[str, float]
+    labels: list[int]
+    gold: set[str]
+
+
+def featurize(c: Candidates) -> Query:
+    """The `Query` the trainer fits on: the same `candidate_features` the ranker reads at run time."""
+    return Query(c.corpus, c.case_id, candidate_features(c.rows, c.query, c.similarity), np.array(c.labels),
+                 [r.path for r in c.rows], c.gold)
+
+
+def save_candidates(candidates: Sequence[Candidates], path: Path) -> None:
+    """Write collected candidates as JSON lines (rows in `EvidenceRow`'s own JSON)."""
+    with path.open("w", encoding="utf-8") as f:
+        for c in candidates:
+            f.write(json.dumps({"corpus": c.corpus, "case_id": c.case_id,
+                                "rows": [r.model_dump(mode="json") for r in c.rows],
+                                "query": {"text": c.query.text, "key_terms": list(c.query.key_terms),
+                                          "find_files": c.query.find_files, "code_plan": c.query.code_plan,
+                                          "explicit_code": c.query.explicit_code, "general": c.query.general},
+                                "similarity": c.similarity, "labels": c.labels, "gold": sorted(c.gold)},
+                               ensure_ascii=False) + "\n")
+
+
+def load_candidates(path: Path) -> list[Candidates]:
+    """Candidates written by `save_candidates`."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        d = json.loads(line)
+        out.append(Candidates(d["corpus"], d["case_id"], [EvidenceRow.model_validate(r) for r in d["rows"]],
+                              RankQuery(**d["query"]), d["similarity"], d["labels"], set(d["gold"])))
+    return out
+
+
+def collect(corpus_name: str, corpus: Path, dataset: Path, settings: Any, deps: Any, *,
+            index: bool = True) -> list[Candidates]:
+    """Index the corpus (incrementally, the eval's own session; `index=False` reads the session as it is)
+    and gather each usable case's fused candidates."""
     from stores.embedders import make_embedder
     from stores.indexing.service import index_repository
 
     emb = make_embedder(settings.embedder, settings)
     name = session_name(corpus_name, emb.name)
-    index_repository(deps.database(), corpus, session_name=name, embedder=emb, max_bytes=settings.max_file_bytes,
-                     batch_size=settings.embed_batch_size, parse_workers=settings.parse_workers)
+    if index:
+        index_repository(deps.database(), corpus, session_name=name, embedder=emb,
+                         max_bytes=settings.max_file_bytes, batch_size=settings.embed_batch_size,
+                         parse_workers=settings.parse_workers)
     bundle = deps.bundle(name)
     adapter = bundle.adapter
-    out: list[Query] = []
+    out: list[Candidates] = []
     for case in load_dataset(dataset):
         if not case["answerable"] or case["history"] or not case["gold_paths"]:
             continue
@@ -101,8 +149,7 @@ def collect(corpus_name: str, corpus: Path, dataset: Path, settings: Any, deps: 
         gold = set(case["gold_paths"])
         labels = [(2 if any(fact_in_text(f, r.content) for f in case["key_facts"]) else 1) if r.path in gold else 0
                   for r in rows]
-        out.append(Query(corpus_name, case["id"], candidate_features(rows, query, similarity), np.array(labels),
-                         [r.path for r in rows], gold))
+        out.append(Candidates(corpus_name, case["id"], rows, query, similarity, labels, gold))
     return out
 
 
@@ -192,6 +239,16 @@ def write_model(data: dict[str, Any], out: Path, *, expected: Sequence[str], tra
     out.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
 
 
+def worst_gain(table: dict[str, dict[str, float]]) -> float:
+    """The smallest file-MRR gain over RRF among the held-out corpora of a leave-one-corpus-out table."""
+    return min(r["learned_mrr"] - r["rrf_mrr"] for c, r in table.items() if c != "macro")
+
+
+def beats_rrf_everywhere(table: dict[str, dict[str, float]]) -> bool:
+    """Whether a model may be written: no held-out corpus loses file MRR to RRF, and the macro gains."""
+    return worst_gain(table) >= 0 and table["macro"]["learned_mrr"] > table["macro"]["rrf_mrr"]
+
+
 def print_table(table: dict[str, dict[str, float]]) -> None:
     print(f"{'held-out corpus':<16} {'cases':>5}  {'MRR rrf → learned':>19}  {'P@1 rrf → learned':>19}  "
           f"{'lead fact rrf → learned':>25}")
@@ -206,6 +263,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpora-dir", type=Path, help="where corpora are assembled (default: the eval's)")
     parser.add_argument("--out", type=Path, default=MODEL_PATH, help=f"model file (default {MODEL_PATH})")
     parser.add_argument("--dry-run", action="store_true", help="print the leave-one-corpus-out table only")
+    parser.add_argument("--cache", type=Path, help="candidates file: read when it exists, else written after "
+                        "collecting (a feature change retrains without running the lanes again)")
+    parser.add_argument("--no-index", action="store_true", help="read the eval sessions as they are")
     args = parser.parse_args(argv)
     lgb = import_lightgbm()
     if lgb is None:
@@ -214,32 +274,40 @@ def main(argv: list[str] | None = None) -> int:
     from graph.settings import get_settings
 
     settings = get_settings()
-    cache_dir = args.corpora_dir or settings.data_dir / "corpora"
-    deps = GraphDeps(settings=settings)
-    queries: list[Query] = []
-    try:
-        for suite in pinned_suites():
-            corpus = assemble_corpus(suite, cache_dir)
-            got = collect(suite.name, corpus, Path(suite.dev), settings, deps)
-            print(f"{suite.name}: {len(got)} dev questions, {sum(len(q.y) for q in got)} candidates", file=sys.stderr)
-            queries += got
-    except (LotsmanError, OSError) as exc:  # a corpus folder it cannot write, no database, a bad dataset
-        print(f"error: {exc}", file=sys.stderr)
-        return getattr(exc, "exit_code", 1)
-    finally:
-        deps.close()
+    if args.cache is not None and args.cache.exists():
+        candidates = load_candidates(args.cache)
+    else:
+        candidates = []
+        cache_dir = args.corpora_dir or settings.data_dir / "corpora"
+        deps = GraphDeps(settings=settings)
+        try:
+            for suite in pinned_suites():
+                corpus = assemble_corpus(suite, cache_dir)
+                got = collect(suite.name, corpus, Path(suite.dev), settings, deps, index=not args.no_index)
+                print(f"{suite.name}: {len(got)} dev questions, {sum(len(c.rows) for c in got)} candidates",
+                      file=sys.stderr)
+                candidates += got
+        except (LotsmanError, OSError) as exc:  # a corpus folder it cannot write, no database, a bad dataset
+            print(f"error: {exc}", file=sys.stderr)
+            return getattr(exc, "exit_code", 1)
+        finally:
+            deps.close()
+        if args.cache is not None:
+            save_candidates(candidates, args.cache)
+    queries = [featurize(c) for c in candidates]
     tables = {w: leave_one_corpus_out(queries, lgb, PARAMS, ROUNDS, w) for w in PRIOR_WEIGHTS}
     for w, t in tables.items():
-        gains = [r["learned_mrr"] - r["rrf_mrr"] for c, r in t.items() if c != "macro"]
         print(f"prior weight {w}: macro MRR {t['macro']['rrf_mrr']:.3f} → {t['macro']['learned_mrr']:.3f}, "
-              f"worst corpus {min(gains):+.3f}")
-    weight = max(PRIOR_WEIGHTS, key=lambda w: (round(min(r["learned_mrr"] - r["rrf_mrr"] for c, r in tables[w].items()
-                                                          if c != "macro"), 3), tables[w]["macro"]["learned_mrr"]))
+              f"worst corpus {worst_gain(t):+.3f}")
+    weight = max(PRIOR_WEIGHTS, key=lambda w: (round(worst_gain(tables[w]), 3), tables[w]["macro"]["learned_mrr"]))
     table = tables[weight]
     print(f"chosen prior weight {weight} (the worst corpus gains most):")
     print_table(table)
     if args.dry_run:
         return 0
+    if not beats_rrf_everywhere(table):
+        print("error: not writing a model that loses to RRF on a held-out corpus", file=sys.stderr)
+        return 1
     model = fit(queries, lgb, PARAMS, ROUNDS, weight)
     meta = {"params": PARAMS, "rounds": ROUNDS, "corpora": sorted({q.corpus for q in queries}),
             "questions": len(queries), "embedder": settings.embedder, "leave_one_corpus_out": table}

@@ -25,7 +25,8 @@ MAX_CANDIDATES = 60
 
 LANES = ("ranked", "semantic", "lexical", "code", "code_semantic", "exact", "substring", "landing")
 LAYERS = ("D0_DOC_CHUNKS", "D1_DOCUMENT_CATALOG", "D2_FACT_INDEX", "D3_ENTITY_CATALOG", "D4_WORKFLOW_INDEX",
-          "D5_RELATION_GRAPH", "C0_SOURCE_CHUNKS", "C1_SYMBOL_CATALOG", "C2_DEPENDENCY_GRAPH", "C3_ENTRYPOINTS")
+          "D5_RELATION_GRAPH", "D6_POLICY_INDEX", "C0_SOURCE_CHUNKS", "C1_SYMBOL_CATALOG", "C2_DEPENDENCY_GRAPH",
+          "C3_ENTRYPOINTS")
 
 FEATURES: tuple[str, ...] = (
     *(f"rr_{lane}" for lane in LANES), "n_lanes", "inv_pos", "inv_file_pos", "fused_rel",

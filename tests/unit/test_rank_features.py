@@ -110,3 +110,10 @@ def test_a_huge_one_word_query_is_read_only_up_to_its_cap() -> None:
     huge = "a" * 100_000
     got = candidate_features(ROWS, RankQuery(huge), SIMILARITY)
     assert got == pytest.approx(candidate_features(ROWS, RankQuery(huge[:MAX_QUERY_CHARS]), SIMILARITY))
+
+
+
+def test_a_policy_row_has_its_layer_column() -> None:
+    """D6 rows (issue 30) get a layer column of their own, not all zeros."""
+    got = candidate_features([row("p", "docs/rules.md", layer="D6_POLICY_INDEX")], RankQuery("rules"), {})
+    assert col(got, "layer_D6")[0] == 1 and col(got, "layer_D0")[0] == 0
