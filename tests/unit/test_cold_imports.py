@@ -130,3 +130,37 @@ print(json.dumps(cli.load_leaf_modules(["langgraph_sdk.auth.types", "no_such_pac
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize(("command", "own_argv", "threads", "skip"), [
+    ("ask", True, 0, True),
+    ("retrieve", True, 0, True),
+    ("ask", True, 1, False),  # e.g. LangSmith's tracing thread: it uploads while the interpreter shuts down
+    ("ask", False, 0, False),  # main(argv) called inside a process that goes on (tests, `python -m evals`)
+    ("chat", True, 0, False),
+    ("index", True, 0, False),
+    ("watch", True, 0, False),
+    ("serve", True, 0, False),
+])
+def test_only_a_finished_one_shot_program_skips_the_interpreter_teardown(command: str, own_argv: bool,
+                                                                           threads: int, skip: bool) -> None:
+    from graph.cli import skip_finalization
+
+    assert skip_finalization(command, own_argv=own_argv, unfinished_threads=threads) is skip
+
+
+def test_a_program_that_skips_the_teardown_keeps_its_output_exit_code_and_exit_handlers(tmp_path: Path) -> None:
+    """`_exit_now` is what ends a one-shot `lotsman ask`: buffered output, the exit status and the exit
+    handlers (logging's flush, a LangSmith client's session) all happen as on an ordinary exit."""
+    marker = tmp_path / "atexit-ran"
+    code = f"""
+import atexit, pathlib, sys
+from graph.cli import _exit_now
+atexit.register(lambda: pathlib.Path({str(marker)!r}).write_text("yes"))
+sys.stdout.write("answer without a newline")
+sys.stderr.write("trailer")
+_exit_now(3)
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "answer without a newline", "trailer")
+    assert marker.read_text() == "yes"
