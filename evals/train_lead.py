@@ -155,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for suite in pinned_suites():
             got = collect(suite.name, assemble_corpus(suite, cache_dir), Path(suite.dev), settings)
-            print(f"{suite.name}: {len(got)} dev questions with a passage stating a key fact", file=sys.stderr)
+            print(f"{suite.name}: {len(got)} dev questions with a passage from a gold file or stating a key fact",
+                  file=sys.stderr)
             groups += got
     except (LotsmanError, OSError) as exc:  # a corpus folder it cannot write, no database, a bad dataset
         print(f"error: {exc}", file=sys.stderr)

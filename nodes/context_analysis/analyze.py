@@ -394,6 +394,34 @@ def _quote_sources(spans: list[Span], pool: list[Span], upgrades: Mapping[str, S
     return [swapped[id(span)] for span in spans], [swapped.get(id(span)) or quoted(span, False) for span in pool]
 
 
+def _cards_to_read(rows: Sequence[EvidenceRow], pool: Sequence[Span], best_items: Sequence[Scored]
+                   ) -> list[EvidenceRow]:
+    """The cards whose lines are read: every chosen definition card, and a document card only when it is one
+    of the passages (its file's line keeps the summary: reading every listed page's chunks cost ~80 ms a
+    question for no measured gain).
+
+    A card competes for the answer as itself (its rank and weight); once chosen, its best source passage (by
+    key terms and names, competing only with each other) is quoted in its place. In evidence order: a set's
+    order changes with the interpreter's hash seed, and which card claims a source row two cards share decided
+    whether the definition was quoted (the same question flipped between runs).
+    """
+    quoted = {s.row_id for s in pool}
+    chosen = quoted | {item.candidate.row.id for item in best_items}
+    return [row for row in rows if row.id in chosen and (row.layer != DOCUMENT_CARD or row.id in quoted)]
+
+
+def _list_edges(rows: Sequence[EvidenceRow], route: RouteResult | None, terms: Sequence[str], spans: list[Span],
+                pool: list[Span]) -> tuple[list[Span], list[Span], list[EvidenceRow]]:
+    """"Who uses X?": every edge of the asked relation the evidence holds leads the answer, each cited
+    (`relations.py`); other questions keep their passages."""
+    predicates = route.anchors.relation_predicates if route is not None else []
+    edges = relation_edges(rows, predicates, relation_targets(route, terms)) if predicates else []
+    if not edges:
+        return spans, pool, edges
+    spans = with_edges(edges, spans, 1 + MAX_SUPPORTING)
+    return spans, [*(s for s in spans if not _overlaps(s, pool)), *pool], edges
+
+
 def _show_named_files(exact: Sequence[EvidenceRow], spans: list[Span], pool: list[Span]) -> None:
     """The user named these files: each shows its best passage, or how it opens when nothing in it matched
     (appended to `spans` and `pool` while there is room)."""
@@ -486,17 +514,7 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
     scored = _scored_passages(rows, file_rank, q, embed, relevant=relevant and not (overview or cross_lingual))
     spans, pool = choose_passages(lead_first(scored, file_rank, load_lead_model()), q, file_rank)
     best_items = _best_per_file(scored)
-    # A card competes for the answer as itself (its rank and weight); once chosen, its best source passage
-    # (by key terms and names, competing only with each other) is quoted in its place.
-    # In evidence order: a set's order changes with the interpreter's hash seed, and which card claims a
-    # source row two cards share decided whether the definition was quoted (the same question flipped
-    # between runs).
-    quoted = {s.row_id for s in pool}
-    chosen = quoted | {item.candidate.row.id for item in best_items}
-    # A document card's page is read only when the card is one of the passages (its file's line keeps the
-    # summary): reading every listed page's chunks cost ~80 ms a question for no measured gain.
-    source_rows, upgrades = _upgrades(sources, [row for row in rows if row.id in chosen and (
-        row.layer != DOCUMENT_CARD or row.id in quoted)], file_rank, q)
+    source_rows, upgrades = _upgrades(sources, _cards_to_read(rows, pool, best_items), file_rank, q)
     spans, pool = _quote_sources(spans, pool, upgrades, q)
     exact = [row for row in rows if "exact" in row.lanes]
     named = named_file(rows)
@@ -504,11 +522,7 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
         spans, pool = outline_first(named, rows, spans, pool, source_rows)
     elif overview:  # about the repository itself: its front door (README, package docstring) leads the answer
         spans = _lead_with_landing(rows, spans, pool)
-    predicates = route.anchors.relation_predicates if route is not None else []
-    edges = relation_edges(rows, predicates, relation_targets(route, terms)) if predicates else []
-    if edges:  # "who uses X": every edge of the relation the evidence holds, each cited
-        spans = with_edges(edges, spans, 1 + MAX_SUPPORTING)
-        pool = [*(s for s in spans if not _overlaps(s, pool)), *pool]
+    spans, pool, edges = _list_edges(rows, route, terms, spans, pool)
     _show_named_files(exact, spans, pool)
     best = {item.candidate.row.path: _quote_sources([_grow(item, q, lead=False)], [], upgrades, q)[0][0]
             for item in best_items}
