@@ -156,11 +156,12 @@ def collect(corpus_name: str, corpus: Path, dataset: Path, settings: Any, deps: 
 
 
 def order_metrics(q: Query, order: np.ndarray) -> np.ndarray:
-    """(file MRR, file precision@1, lead row holds a key fact) of one ordering of a query's candidates."""
+    """(file MRR, file precision@1, lead row holds a key fact, file recall@5) of one ordering of a query's
+    candidates."""
     files = list(dict.fromkeys(q.paths[i] for i in order))
     first = next((k for k, p in enumerate(files) if p in q.gold), None)
     return np.array([1.0 / (first + 1) if first is not None else 0.0, float(files[0] in q.gold),
-                     float(q.y[order[0]] == 2)])
+                     float(q.y[order[0]] == 2), len(q.gold.intersection(files[:5])) / len(q.gold)])
 
 
 def relevance(labels: np.ndarray) -> np.ndarray:
@@ -194,7 +195,8 @@ def leave_one_corpus_out(queries: list[Query], lgb: Any, params: dict[str, Any],
         learned = np.mean([order_metrics(q, np.argsort(-(model.predict(q.x) + rrf_prior(len(q.y), prior_weight)),
                                                        kind="stable")) for q in test], axis=0)
         table[corpus] = {"cases": len(test), "rrf_mrr": rrf[0], "learned_mrr": learned[0], "rrf_p1": rrf[1],
-                         "learned_p1": learned[1], "rrf_lead_fact": rrf[2], "learned_lead_fact": learned[2]}
+                         "learned_p1": learned[1], "rrf_lead_fact": rrf[2], "learned_lead_fact": learned[2],
+                         "rrf_recall5": rrf[3], "learned_recall5": learned[3]}
     keys = [k for k in next(iter(table.values())) if k != "cases"]
     table["macro"] = {"cases": sum(int(r["cases"]) for r in table.values()),
                       **{k: float(np.mean([table[c][k] for c in table if c != "macro"])) for k in keys}}
@@ -264,11 +266,12 @@ def beats_rrf_everywhere(table: dict[str, dict[str, float]]) -> bool:
 
 def print_table(table: dict[str, dict[str, float]]) -> None:
     print(f"{'held-out corpus':<16} {'cases':>5}  {'MRR rrf → learned':>19}  {'P@1 rrf → learned':>19}  "
-          f"{'lead fact rrf → learned':>25}")
+          f"{'lead fact rrf → learned':>25}  {'recall@5 rrf → learned':>24}")
     for corpus, r in table.items():
         print(f"{corpus:<16} {int(r['cases']):>5}  {r['rrf_mrr']:>8.3f} → {r['learned_mrr']:<8.3f}  "
               f"{r['rrf_p1']:>8.3f} → {r['learned_p1']:<8.3f}  "
-              f"{r['rrf_lead_fact']:>10.3f} → {r['learned_lead_fact']:<8.3f}")
+              f"{r['rrf_lead_fact']:>10.3f} → {r['learned_lead_fact']:<8.3f}  "
+              f"{r['rrf_recall5']:>9.3f} → {r['learned_recall5']:<8.3f}")
 
 
 def main(argv: list[str] | None = None) -> int:

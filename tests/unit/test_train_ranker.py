@@ -46,3 +46,17 @@ def _table(*gains: float, macro_gain: float | None = None) -> dict[str, dict[str
 def test_a_model_is_written_only_when_no_held_out_corpus_loses(table: dict[str, dict[str, float]],
                                                                 written: bool) -> None:
     assert beats_rrf_everywhere(table) is written
+
+
+@pytest.mark.parametrize(("labels", "fitted"), [
+    ([0, 1, 2], [0, 1, 1]),    # a row holding a key fact counts as any row of its gold file
+    ([2, 2, 0], [1, 1, 0]),
+    ([0, 0], [0, 0]),
+])
+def test_trees_are_fitted_on_rows_of_gold_files(labels: list[int], fitted: list[int]) -> None:
+    import numpy as np
+
+    from evals.train_ranker import PARAMS, relevance
+
+    assert list(relevance(np.array(labels))) == fitted
+    assert len(PARAMS["label_gain"]) > max(fitted)  # LightGBM refuses a label beyond its gains
