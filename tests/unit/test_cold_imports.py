@@ -164,3 +164,32 @@ _exit_now(3)
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (3, "answer without a newline", "trailer")
     assert marker.read_text() == "yes"
+
+
+@pytest.mark.parametrize(("argv", "reads_plugins"), [
+    (["ask", "Как настроить CORS?"], False),
+    (["-v", "ask", "q", "--json"], False),
+    (["retrieve", "q", "-k", "3"], False),
+    (["index", "."], False),
+    (["eval", "d.jsonl", "--corpus", "c"], True),  # a plug-in's command
+    (["--help"], True),  # the listing names the plug-ins' commands too
+    ([], True),
+    (["no-such-command"], True),  # the usage error lists every command
+])
+def test_a_built_in_command_line_reads_no_plugin_entry_points(monkeypatch: pytest.MonkeyPatch, argv: list[str],
+                                                              reads_plugins: bool) -> None:
+    import graph.cli as cli
+
+    groups: list[str] = []
+    monkeypatch.setattr(cli, "entry_points", lambda *, group: groups.append(group) or [])
+    parser = cli.parser_for(argv)
+    assert bool(groups) is reads_plugins
+    if reads_plugins:
+        return
+    assert parser.parse_args(argv).command == next(a for a in argv if not a.startswith("-"))
+
+
+def test_a_plugin_command_still_runs_through_main() -> None:
+    done = subprocess.run([sys.executable, "-m", "graph.cli", "eval", "--help"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and "--corpus" in done.stdout, done.stderr
