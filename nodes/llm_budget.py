@@ -12,7 +12,6 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict
 
 MIN_CALL_S = 0.5
@@ -90,6 +89,8 @@ def as_unavailable(exc: BaseException, timeout_s: float) -> LLMUnavailable | Non
     """
     if isinstance(exc, LLMUnavailable):
         return exc
+    import httpx  # here: an offline ask never calls this, and httpx brings rich, click and pygments (~50 ms)
+
     if isinstance(exc, httpx.TimeoutException):  # the client's own limit (a subclass of TransportError)
         return LLMUnavailable(OfflineCause.TIMEOUT, type(exc).__name__)
     if isinstance(exc, TimeoutError):  # our limit around the call (asyncio.wait_for)

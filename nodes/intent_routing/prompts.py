@@ -9,7 +9,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from nodes.intent_routing.features import QueryFeatures
@@ -49,6 +48,8 @@ def _packaged_prompts() -> RouterPrompts:
 
 
 def _parse(text: str) -> RouterPrompts:
+    import yaml  # here: only a router with a chat model reads its prompts (an offline ask paid ~15 ms for it)
+
     data = yaml.safe_load(text) or {}
     missing = [k for k in ("system", "user", "confidence_guidance", "function") if k not in data]
     if missing:

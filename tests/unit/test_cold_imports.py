@@ -45,6 +45,9 @@ NOT_ON_AN_OFFLINE_ASK = {
     "langsmith.types": "LangSmith's ~200 REST API models (the tracers need one Literal alias from it)",
     "langgraph_sdk": "the LangGraph SDK's HTTP client (langgraph.runtime needs one protocol from it)",
     "langgraph_sdk.client": "the LangGraph SDK's HTTP client",
+    "httpx": "the HTTP client (only an LLM call's error is classified by it)",
+    "yaml": "the router prompts' parser (only a router with a chat model reads them)",
+    "rich": "httpx's console pretty-printer",
 }
 
 
