@@ -47,14 +47,25 @@ def load_cases(paths: list[Path]) -> dict[str, Cases]:
 
     Raises:
         LotsmanError: a report whose signals predate `candidate_coverage` (re-run the eval): re-deciding
-            it would refuse every request as if no key term had been found.
+            it would refuse every request as if no key term had been found; a file that is not JSON or not
+            an eval report.
+        OSError: a report that cannot be read.
     """
     out: dict[str, Cases] = {}
     reports: list[tuple[str, dict[str, Any]]] = []
     for path in paths:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:  # a truncated or non-UTF-8 file
+            raise LotsmanError(f"{path}: not JSON ({exc}); pass the file `lotsman eval --out` wrote") from exc
         # a suite report (`lotsman eval --suite dev`) holds one report per corpus
-        reports += list(data["corpora"].items()) if "corpora" in data else [(path.stem, data)]
+        suite = isinstance(data, dict) and isinstance(data.get("corpora"), dict)
+        found = list(data["corpora"].items()) if suite else [(path.stem, data)]
+        for name, report in found:
+            if not isinstance(report, dict) or not isinstance(report.get("results"), list):
+                raise LotsmanError(f"{path}: not an eval report (no results for {name}); pass the file "
+                                   "`lotsman eval --out` wrote")
+        reports += found
     known = {f.name for f in dataclasses.fields(GateSignals)}  # reports may predate a signal's removal
     for name, report in reports:
         cases = []
@@ -151,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         corpora = load_cases(args.reports)
-    except LotsmanError as exc:
+    except (LotsmanError, OSError, ValueError) as exc:  # a missing file, a report of another shape
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.loco:
@@ -181,7 +192,7 @@ def print_loco(corpora: dict[str, Cases], cost: float = COST) -> int:
     chosen = loco_rules(corpora, cost)
     for held, (t, _) in chosen.items():
         print(f"chosen without {held}: {show(t)}")
-    hard_only = GateThresholds(candidate_coverage_pass=0.0, cross_similarity_pass=0.0)
+    hard_only = GateThresholds(candidate_coverage_pass=0.0, cross_similarity_pass=0.0, no_terms_similarity_pass=0.0)
     tables = {"rules, chosen leave-one-corpus-out": {n: s for n, (_, s) in chosen.items()},
               "rules, shipped thresholds": {n: score(c, GateThresholds()) for n, c in corpora.items()},
               "hard rules only (no rows, an absent name)": {n: score(c, hard_only) for n, c in corpora.items()},

@@ -22,6 +22,10 @@ from nodes.terms import STOPWORDS, WORD, cyrillic_share, stem
 SIMILARITY_PASS = 0.70
 """Best cosine similarity that passes a request whose key terms the candidates lack (a paraphrase may share
 no word with its page)."""
+NO_TERMS_SIMILARITY_PASS = 0.50
+"""Best cosine similarity that passes a request with no key terms at all ("How do I use it?", «Как это
+работает?»). No dev question has zero key terms, so no calibration decides it: it keeps the 0.50 it had,
+rather than following `SIMILARITY_PASS` and refusing more answerable questions on no evidence."""
 CANDIDATE_COVERAGE_PASS = 0.30
 """Share of the key terms that must occur somewhere among the fused candidates of a request written in the
 evidence's language; below it the candidates are not about the question's topic."""
@@ -120,6 +124,8 @@ class GateThresholds:
     """The gate's thresholds, chosen leave-one-corpus-out on the dev splits of every eval corpus."""
 
     similarity_pass: float = SIMILARITY_PASS
+    no_terms_similarity_pass: float = NO_TERMS_SIMILARITY_PASS
+    """Similarity that passes a request with no key terms (not calibrated: no dev question has none)."""
     candidate_coverage_pass: float = CANDIDATE_COVERAGE_PASS
     """Share of the key terms found among the candidates below which a same-language request is refused."""
     cross_coverage_pass: float = CROSS_COVERAGE_PASS
@@ -191,11 +197,13 @@ def decide(signals: GateSignals, t: GateThresholds) -> GateDecision:
         return verdict(False, f"cross-lingual: key terms {cov:.2f}, similarity {best:.2f}")
     if signals.has_terms and found >= t.candidate_coverage_pass:
         return verdict(True, f"key terms covered ({cov:.2f}) in the top rows, {found:.2f} among the candidates")
+    if not signals.has_terms:  # "how does it work?" names no topic: similarity alone speaks
+        if best >= t.no_terms_similarity_pass:
+            return verdict(True, f"no key terms, similarity {best:.2f}")
+        return verdict(False, f"no key terms and similarity {best:.2f}")
     if best >= t.similarity_pass:  # a paraphrase may share no key term with its page
         return verdict(True, f"high similarity ({best:.2f})")
-    if signals.has_terms:
-        return verdict(False, f"key terms not covered: {found:.2f} of them among the candidates, similarity {best:.2f}")
-    return verdict(False, f"no key terms and similarity {best:.2f}")  # "how does it work?" names no topic
+    return verdict(False, f"key terms not covered: {found:.2f} of them among the candidates, similarity {best:.2f}")
 
 
 def relevance_gate(rows: Sequence[EvidenceRow], terms: Sequence[str], *, thresholds: GateThresholds | None = None,

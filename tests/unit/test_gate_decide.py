@@ -42,6 +42,13 @@ def signals(**kw: object) -> GateSignals:
                                                               candidate_coverage=0.0, best_similarity=0.05),
      False, "cross-lingual:"),
     ("no key terms and nothing similar", signals(has_terms=False, best_similarity=0.3), False, "no key terms"),
+    # a question with no key terms ("How do I use it?") passes on similarity 0.50 as before: no dev question
+    # has zero key terms, so the data never chose a stricter threshold for it
+    ("no key terms, similarity 0.60", GateSignals(rows=5, best_similarity=0.6, has_terms=False), True,
+     "no key terms, similarity 0.60"),
+    ("no key terms, similarity just at 0.50", signals(has_terms=False, best_similarity=0.5), True, "no key terms"),
+    ("no key terms, similarity just under 0.50", signals(has_terms=False, best_similarity=0.49), False,
+     "no key terms and similarity"),
     # answered: weak signals are not evidence of absence (each was refused before)
     ("a paraphrase: the top rows lack the key terms, the candidates hold them (click 'grab one keystroke')",
      signals(coverage=0.33, candidate_coverage=0.5, best_similarity=0.33), True, "key terms covered (0.33)"),
@@ -129,3 +136,19 @@ def test_a_report_without_candidate_coverage_is_one_line(tmp_path: Path, capsys:
     assert gate_calibration.main([str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: old: the report's gate signals have no candidate_coverage") and "\n" not in err
+
+
+@pytest.mark.parametrize(("case", "content", "says"), [
+    ("a missing report", None, "missing.json"),
+    ("a report that is not JSON", "{truncated", "not JSON"),
+    ("JSON that is not an eval report", '{"corpus": "x"}', "not an eval report"),
+    ("a report that is not an object", "[1, 2]", "not an eval report"),
+])
+def test_a_bad_report_file_is_one_error_line(case: str, content: str | None, says: str, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "missing.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    assert gate_calibration.main([str(path)]) == 2, case
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and says in err and "\n" not in err and "Traceback" not in err, (case, err)
