@@ -53,27 +53,27 @@ class Revision:
 
 
 REPOSITORY_ENV = frozenset({
-    # `git rev-parse --local-env-vars` (git 2.39): what git itself unsets before it enters another repository
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
-    "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE",
-    "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX",
-    "GIT_SHALLOW_FILE", "GIT_COMMON_DIR",
-    # set with them in a pre-receive hook (objects not yet accepted) or by a server's ref namespaces
-    "GIT_QUARANTINE_PATH", "GIT_NAMESPACE",
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_NAMESPACE", "GIT_QUARANTINE_PATH", "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE", "GIT_REPLACE_REF_BASE",
+    "GIT_NO_REPLACE_OBJECTS",
 })
-"""Variables that name one repository's folders, objects, index or ref space. A git hook exports them for its
-own repository (a post-commit in a worktree: GIT_DIR and GIT_INDEX_FILE; `git -c`: GIT_CONFIG_PARAMETERS), so
-`lotsman index PATH --ref v1` run from a hook of another repository read that repository's v1. Every other
-variable is the user's setup and is kept: HOME, GIT_CONFIG_GLOBAL / GIT_CONFIG_NOSYSTEM (which config files
-count, e.g. `safe.directory`), GIT_CEILING_DIRECTORIES, GIT_EXEC_PATH, GIT_TRACE*."""
+"""Variables that name one repository's location, object store, index or ref space. A git hook exports them
+for its own repository (a post-commit in a worktree: GIT_DIR and GIT_INDEX_FILE; a pre-receive hook:
+GIT_QUARANTINE_PATH), so `lotsman index PATH --ref v1` run from a hook of another repository read that
+repository's v1. `git rev-parse --local-env-vars` also lists GIT_CONFIG_PARAMETERS and GIT_CONFIG_COUNT, but
+those carry the user's configuration, not a repository: a container that owns its repository as another user
+sets `safe.directory` through GIT_CONFIG_COUNT / GIT_CONFIG_KEY_0 / GIT_CONFIG_VALUE_0, and without them every
+`--ref` failed with git's "detected dubious ownership". So every GIT_CONFIG_* variable is kept, as are HOME,
+GIT_CEILING_DIRECTORIES, GIT_EXEC_PATH and GIT_TRACE*."""
 
 
 def git_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment `git` runs in: the caller's, without the variables that pin another repository
-    (`REPOSITORY_ENV`, with the `GIT_CONFIG_KEY_n` / `GIT_CONFIG_VALUE_n` pairs of GIT_CONFIG_COUNT), and
-    with git's messages in English (`not a git repository` is matched to say what to do)."""
+    (`REPOSITORY_ENV`), and with git's messages in English (`not a git repository` is matched to say what to
+    do)."""
     env = {name: value for name, value in (os.environ if base is None else base).items()
-           if name not in REPOSITORY_ENV and not name.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))}
+           if name not in REPOSITORY_ENV}
     env["LC_ALL"] = "C"
     return env
 
@@ -247,7 +247,12 @@ def _blob_stream(revision: Revision, shas: list[str]) -> Iterator[Iterator[bytes
         def blobs() -> Iterator[bytes]:
             try:
                 yield from read_batch(out, len(shas))
-            except IndexingError as cut:  # git's own reason is better than "the output ended early"
+            except MissingObject as missing:
+                # git goes on writing the blobs after it into a pipe nobody reads: waiting for git here waited
+                # out the timer and said "took more than 120 s"; the `finally` below kills it instead
+                raise IndexingError(f"{missing} in {revision.repo_path} (a damaged or partial clone: "
+                                    "`git fsck` lists what is lost); nothing was indexed") from None
+            except IndexingError as cut:  # the output ended: git has stopped, and its own reason is better
                 raise (failure() or cut) from None
             if (error := failure()) is not None:
                 raise error
@@ -262,12 +267,18 @@ def _blob_stream(revision: Revision, shas: list[str]) -> Iterator[Iterator[bytes
             out.close()
 
 
+class MissingObject(IndexingError):
+    """`cat-file --batch` answered `<sha> missing` (or `ambiguous`): git is still running, with the answers
+    for the objects after it still to write."""
+
+
 def read_batch(stream: IO[bytes], count: int) -> Iterator[bytes]:
     """Blob contents from `cat-file --batch` output, one at a time: `<sha> <type> <size>\\n<content>\\n` per
     object.
 
     Raises:
-        IndexingError: git answered `<sha> missing` for an object, or the output ended early.
+        MissingObject: git answered `<sha> missing` for an object.
+        IndexingError: the output ended early.
     """
     for _ in range(count):
         line = stream.readline()
@@ -275,7 +286,10 @@ def read_batch(stream: IO[bytes], count: int) -> Iterator[bytes]:
         if not line.endswith(b"\n"):
             raise IndexingError("git cat-file: the output ended early (git stopped)")
         if len(header) != 3 or not header[2].isdigit():  # `<sha> missing`: an object git does not have
-            raise IndexingError(f"git cat-file: {_first_line(line)}")
+            said = _first_line(line)
+            sha, _, answer = said.partition(" ")
+            raise MissingObject(f"git cat-file: object {sha} is {answer}" if sha and answer else
+                                f"git cat-file: an answer without a size: {said!r}")
         size = int(header[2])
         data = stream.read(size + 1)
         if len(data) != size + 1:

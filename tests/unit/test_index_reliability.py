@@ -116,8 +116,12 @@ def test_a_revision_is_read_from_its_own_repository_inside_another_ones_hook(
 @pytest.mark.parametrize(("name", "kept"), [
     ("GIT_DIR", False), ("GIT_WORK_TREE", False), ("GIT_INDEX_FILE", False), ("GIT_OBJECT_DIRECTORY", False),
     ("GIT_ALTERNATE_OBJECT_DIRECTORIES", False), ("GIT_COMMON_DIR", False), ("GIT_PREFIX", False),
-    ("GIT_CONFIG_PARAMETERS", False), ("GIT_CONFIG_COUNT", False), ("GIT_CONFIG_KEY_0", False),
-    ("GIT_CONFIG_VALUE_0", False), ("GIT_QUARANTINE_PATH", False), ("GIT_NAMESPACE", False),
+    ("GIT_QUARANTINE_PATH", False), ("GIT_NAMESPACE", False), ("GIT_SHALLOW_FILE", False),
+    ("GIT_GRAFT_FILE", False), ("GIT_REPLACE_REF_BASE", False), ("GIT_NO_REPLACE_OBJECTS", False),
+    ("GIT_IMPLICIT_WORK_TREE", False), ("GIT_INTERNAL_SUPER_PREFIX", False),
+    # the user's configuration, not a repository's: a container's `safe.directory` comes this way
+    ("GIT_CONFIG_PARAMETERS", True), ("GIT_CONFIG_COUNT", True), ("GIT_CONFIG_KEY_0", True),
+    ("GIT_CONFIG_VALUE_0", True), ("GIT_CONFIG", True),
     ("GIT_CONFIG_NOSYSTEM", True), ("GIT_CEILING_DIRECTORIES", True), ("GIT_CONFIG_GLOBAL", True),
     ("GIT_EXEC_PATH", True), ("GIT_TRACE", True),
     ("HOME", True), ("PATH", True), ("LANG", True),
