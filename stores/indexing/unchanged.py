@@ -1,9 +1,10 @@
 """A no-op re-index, recognised before the embedder or the parse workers start.
 
 Every job of `index_repository` records what it read (`tree`, kept on its job row): a folder's stat snapshot
-(path, size, mtime_ns, inode) with each file's blob sha, or a git revision's commit. The next run compares
-before anything heavy: names and stats equal (a file whose stat moved but whose bytes hash to the same blob
-counts as equal) or the same commit means nothing to do. Measured on fastapi-ru (174 files): a no-op re-index
+(path, size, mtime_ns, inode, ctime_ns: `files.StatEntry`; the ctime catches a same-size rewrite whose mtime
+was put back) with each file's blob sha, or a git revision's commit. The next run compares before anything
+heavy: names and stats equal (a file whose stat moved but whose bytes hash to the same blob counts as equal)
+or the same commit means nothing to do. Measured on fastapi-ru (174 files): a no-op re-index
 took 1.7 s, nearly all of it importing the embedder and the graph's modules that it never used.
 
 This module imports only what the check needs (no numpy, no pipelines, no embedder), so `lotsman index` can
