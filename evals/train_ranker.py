@@ -24,7 +24,9 @@ weight and the table, to `nodes/context_retrieval/ranker_model.json`.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,7 +38,7 @@ import numpy as np
 from evals.cases import load_dataset
 from evals.facts import fact_in_text
 from evals.runner import session_name
-from evals.suites import SUITES, assemble_corpus
+from evals.suites import REPO_ROOT, SUITES, Suite, assemble_corpus
 from nodes.context_retrieval.learned_ranker import MODEL_FORMAT, MODEL_PATH, parse_model, rrf_prior
 from nodes.context_retrieval.merge import MergeSpec, rank_rows
 from nodes.context_retrieval.rank_features import FEATURES, MAX_CANDIDATES, RankQuery, candidate_features
@@ -90,26 +92,82 @@ def featurize(c: Candidates) -> Query:
                  [r.path for r in c.rows], c.gold)
 
 
-def save_candidates(candidates: Sequence[Candidates], path: Path) -> None:
-    """Write collected candidates as JSON lines (rows in `EvidenceRow`'s own JSON)."""
-    with path.open("w", encoding="utf-8") as f:
-        for c in candidates:
-            f.write(json.dumps({"corpus": c.corpus, "case_id": c.case_id,
-                                "rows": [r.model_dump(mode="json") for r in c.rows],
-                                "query": {"text": c.query.text, "key_terms": list(c.query.key_terms),
-                                          "find_files": c.query.find_files, "code_plan": c.query.code_plan,
-                                          "explicit_code": c.query.explicit_code, "general": c.query.general},
-                                "similarity": c.similarity, "labels": c.labels, "gold": sorted(c.gold)},
-                               ensure_ascii=False) + "\n")
+CACHE_FORMAT = 1
+"""Version of the candidates cache's layout (`save_candidates`)."""
 
 
-def load_candidates(path: Path) -> list[Candidates]:
-    """Candidates written by `save_candidates`."""
+def _sha256(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def cache_header(suites: Sequence[Suite], embedder: str, *, root: Path = REPO_ROOT) -> dict[str, Any]:
+    """What a candidates cache was collected under: candidates of other corpora, dev splits, embedder or
+    features would train a model on data the current settings never produce.
+
+    Args:
+        suites: the corpora collected (`pinned_suites`).
+        embedder: the embedder's name (`settings.embedder`): it decides the similarities and the semantic lane.
+        root: the folder the suites' paths are relative to.
+    """
+    return {"format": CACHE_FORMAT,
+            "corpora": {s.name: _sha256(root / s.assemble) if s.assemble else None for s in suites},
+            "datasets": {s.name: _sha256(root / s.dev) for s in suites},
+            "embedder": embedder, "features": list(FEATURES)}
+
+
+def save_candidates(candidates: Sequence[Candidates], path: Path, header: dict[str, Any]) -> None:
+    """Write collected candidates as JSON lines (rows in `EvidenceRow`'s own JSON) under a header line
+    (`cache_header` and the number of cases).
+
+    The file is written beside `path` and renamed over it: an interrupted write leaves the old cache (or
+    none), never a truncated one that would train on fewer cases.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as f:
+            f.write(json.dumps(header | {"cases": len(candidates)}, ensure_ascii=False) + "\n")
+            for c in candidates:
+                f.write(json.dumps({"corpus": c.corpus, "case_id": c.case_id,
+                                    "rows": [r.model_dump(mode="json") for r in c.rows],
+                                    "query": {"text": c.query.text, "key_terms": list(c.query.key_terms),
+                                              "find_files": c.query.find_files, "code_plan": c.query.code_plan,
+                                              "explicit_code": c.query.explicit_code, "general": c.query.general},
+                                    "similarity": c.similarity, "labels": c.labels, "gold": sorted(c.gold)},
+                                   ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def load_candidates(path: Path, expected: dict[str, Any]) -> list[Candidates]:
+    """Candidates written by `save_candidates` under the header `expected` (`cache_header`).
+
+    Raises:
+        LotsmanError: the cache was collected under other settings, or is not a whole cache.
+        OSError: it cannot be read.
+    """
+    redo = f"delete {path} or drop --cache to collect the candidates again"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    try:
+        header = json.loads(lines[0]) if lines else None
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or "format" not in header:
+        raise LotsmanError(f"{path}: not a candidates cache of this version (no header); {redo}")
+    changed = [k for k in expected if header.get(k) != expected[k]]
+    if changed:
+        raise LotsmanError(f"{path}: collected under other settings ({', '.join(changed)} differ); {redo}")
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        d = json.loads(line)
-        out.append(Candidates(d["corpus"], d["case_id"], [EvidenceRow.model_validate(r) for r in d["rows"]],
-                              RankQuery(**d["query"]), d["similarity"], d["labels"], set(d["gold"])))
+    try:
+        for line in lines[1:]:
+            d = json.loads(line)
+            out.append(Candidates(d["corpus"], d["case_id"], [EvidenceRow.model_validate(r) for r in d["rows"]],
+                                  RankQuery(**d["query"]), d["similarity"], d["labels"], set(d["gold"])))
+    except (ValueError, KeyError, TypeError) as exc:  # a damaged line (pydantic's errors are ValueErrors)
+        raise LotsmanError(f"{path}: line {len(out) + 2} is damaged ({type(exc).__name__}); {redo}") from exc
+    if len(out) != header.get("cases"):
+        raise LotsmanError(f"{path}: {len(out)} cases of {header.get('cases')}: the cache is cut short; {redo}")
     return out
 
 
@@ -279,8 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpora-dir", type=Path, help="where corpora are assembled (default: the eval's)")
     parser.add_argument("--out", type=Path, default=MODEL_PATH, help=f"model file (default {MODEL_PATH})")
     parser.add_argument("--dry-run", action="store_true", help="print the leave-one-corpus-out table only")
-    parser.add_argument("--cache", type=Path, help="candidates file: read when it exists, else written after "
-                        "collecting (a feature change retrains without running the lanes again)")
+    parser.add_argument("--cache", type=Path, help="candidates file: read when it exists (refused when collected "
+                        "under other corpora, dev splits, embedder or features), else written after collecting "
+                        "(a model change retrains without running the lanes again)")
     parser.add_argument("--no-index", action="store_true", help="read the eval sessions as they are")
     args = parser.parse_args(argv)
     lgb = import_lightgbm()
@@ -290,8 +349,13 @@ def main(argv: list[str] | None = None) -> int:
     from graph.settings import get_settings
 
     settings = get_settings()
+    header = cache_header(pinned_suites(), settings.embedder)
     if args.cache is not None and args.cache.exists():
-        candidates = load_candidates(args.cache)
+        try:
+            candidates = load_candidates(args.cache, header)
+        except (LotsmanError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     else:
         candidates = []
         cache_dir = args.corpora_dir or settings.data_dir / "corpora"
@@ -309,7 +373,11 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             deps.close()
         if args.cache is not None:
-            save_candidates(candidates, args.cache)
+            try:
+                save_candidates(candidates, args.cache, header)
+            except OSError as exc:
+                print(f"error: cannot write the cache: {exc}", file=sys.stderr)
+                return 1
     queries = [featurize(c) for c in candidates]
     tables = {w: leave_one_corpus_out(queries, lgb, PARAMS, ROUNDS, w) for w in PRIOR_WEIGHTS}
     for w, t in tables.items():
@@ -326,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     model = fit(queries, lgb, PARAMS, ROUNDS, weight)
     meta = {"params": PARAMS, "rounds": ROUNDS, "corpora": sorted({q.corpus for q in queries}),
-            "questions": len(queries), "embedder": settings.embedder, "leave_one_corpus_out": table}
+            "questions": len(queries), "embedder": header["embedder"], "leave_one_corpus_out": table}
     data = export(model, weight, meta)
     write_model(data, args.out, expected=FEATURES, trainer="python -m evals.train_ranker")
     print(f"wrote {args.out} ({len(data['trees'])} trees over {len(FEATURES)} features)")

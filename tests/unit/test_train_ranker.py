@@ -7,8 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from evals.train_ranker import Candidates, beats_rrf_everywhere, featurize, load_candidates, save_candidates
-from nodes.context_retrieval.rank_features import RankQuery
+from evals import train_ranker
+from evals.suites import Suite
+from evals.train_ranker import (
+    Candidates,
+    beats_rrf_everywhere,
+    cache_header,
+    featurize,
+    load_candidates,
+    save_candidates,
+)
+from nodes.context_retrieval.rank_features import FEATURES, RankQuery
 from nodes.evidence import EvidenceRow
 
 ROWS = [
@@ -20,11 +29,19 @@ ROWS = [
 ]
 
 
+HEADER = {"format": 1, "corpora": {"c": None}, "datasets": {"c": "abc"}, "embedder": "use",
+          "features": list(FEATURES)}
+
+
+def candidates(n: int = 1) -> list[Candidates]:
+    return [Candidates("c", f"c-{i}", ROWS, RankQuery("Как включить CORSMiddleware?", ["cors"], code_plan=True),
+                       {"1": 0.3, "2": 0.5}, [2, 0], {"docs/cors.md"}) for i in range(n)]
+
+
 def test_cached_candidates_give_the_features_they_were_collected_with(tmp_path: Path) -> None:
-    got = Candidates("c", "c-1", ROWS, RankQuery("Как включить CORSMiddleware?", ["cors"], code_plan=True),
-                     {"1": 0.3, "2": 0.5}, [2, 0], {"docs/cors.md"})
-    save_candidates([got], tmp_path / "cands.jsonl")
-    [back] = load_candidates(tmp_path / "cands.jsonl")
+    [got] = candidates()
+    save_candidates([got], tmp_path / "cands.jsonl", HEADER)
+    [back] = load_candidates(tmp_path / "cands.jsonl", HEADER)
     assert back.rows == got.rows and back.query == got.query and back.gold == got.gold
     a, b = featurize(got), featurize(back)
     assert (a.x == b.x).all() and list(a.y) == list(b.y) and a.paths == b.paths
@@ -60,3 +77,72 @@ def test_trees_are_fitted_on_rows_of_gold_files(labels: list[int], fitted: list[
 
     assert list(relevance(np.array(labels))) == fitted
     assert len(PARAMS["label_gain"]) > max(fitted)  # LightGBM refuses a label beyond its gains
+
+
+@pytest.mark.parametrize(("case", "changed", "says"), [
+    ("another embedder", {"embedder": "e5"}, "embedder"),
+    ("a dev split edited since", {"datasets": {"c": "def"}}, "datasets"),
+    ("another set of corpora", {"corpora": {"c": None, "d": None}}, "corpora"),
+    ("a feature added since", {"features": [*FEATURES, "new_feature"]}, "features"),
+])
+def test_a_cache_of_other_settings_is_refused(case: str, changed: dict[str, object], says: str,
+                                              tmp_path: Path) -> None:
+    path = tmp_path / "cands.jsonl"
+    save_candidates(candidates(), path, HEADER)
+    with pytest.raises(train_ranker.LotsmanError) as err:
+        load_candidates(path, HEADER | changed)
+    assert says in str(err.value) and "delete" in str(err.value) and "--cache" in str(err.value), case
+
+
+@pytest.mark.parametrize(("case", "content"), [
+    ("a cache written before the header", '{"corpus": "c", "case_id": "c-1"}\n'),
+    ("a write cut short mid-line", None),
+    ("a write cut short between lines", "lines"),
+    ("an empty file", ""),
+])
+def test_a_damaged_cache_is_refused(case: str, content: str | None, tmp_path: Path) -> None:
+    path = tmp_path / "cands.jsonl"
+    save_candidates(candidates(3), path, HEADER)
+    text = path.read_text(encoding="utf-8")
+    if content is None:
+        path.write_text(text[: len(text) - 40], encoding="utf-8")
+    elif content == "lines":
+        path.write_text("".join(text.splitlines(keepends=True)[:-1]), encoding="utf-8")
+    else:
+        path.write_text(content, encoding="utf-8")
+    with pytest.raises(train_ranker.LotsmanError) as err:
+        load_candidates(path, HEADER)
+    assert "delete" in str(err.value) and "--cache" in str(err.value), case
+
+
+def test_an_interrupted_save_leaves_the_old_cache_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "cands.jsonl"
+    save_candidates(candidates(2), path, HEADER)
+    before = path.read_bytes()
+
+    def cut(*_: object, **__: object) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train_ranker.json, "dumps", cut)
+    with pytest.raises(KeyboardInterrupt):
+        save_candidates(candidates(5), path, HEADER)
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["cands.jsonl"]
+
+
+def test_the_header_names_the_settings_a_cache_depends_on(tmp_path: Path) -> None:
+    (tmp_path / "dev.jsonl").write_text('{"id": "a"}\n', encoding="utf-8")
+    suites = [Suite("c", None, "dev.jsonl", "holdout.jsonl")]
+    header = cache_header(suites, "use", root=tmp_path)
+    assert header["embedder"] == "use" and header["features"] == list(FEATURES) and list(header["corpora"]) == ["c"]
+    (tmp_path / "dev.jsonl").write_text('{"id": "b"}\n', encoding="utf-8")
+    assert cache_header(suites, "use", root=tmp_path)["datasets"] != header["datasets"]
+
+
+def test_a_bad_cache_is_one_error_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("lightgbm")
+    path = tmp_path / "cands.jsonl"
+    path.write_text('{"corpus": "c"', encoding="utf-8")
+    assert train_ranker.main(["--cache", str(path), "--dry-run"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err and str(path) in err
