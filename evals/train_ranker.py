@@ -101,8 +101,9 @@ def _sha256(path: Path) -> str | None:
 
 
 def cache_header(suites: Sequence[Suite], embedder: str, *, root: Path = REPO_ROOT) -> dict[str, Any]:
-    """What a candidates cache was collected under: candidates of other corpora, dev splits, embedder or
-    features would train a model on data the current settings never produce.
+    """What a candidates cache was collected under: candidates of other corpora, dev splits or embedder would
+    train a model on rows and labels the current settings never produce (the features are only named: they
+    are read from the cached rows, see `load_candidates`).
 
     Args:
         suites: the corpora collected (`pinned_suites`).
@@ -155,9 +156,17 @@ def load_candidates(path: Path, expected: dict[str, Any]) -> list[Candidates]:
         header = None
     if not isinstance(header, dict) or "format" not in header:
         raise LotsmanError(f"{path}: not a candidates cache of this version (no header); {redo}")
-    changed = [k for k in expected if header.get(k) != expected[k]]
+    # features are read from the cached rows at load (`featurize`): a feature change is what the cache is for,
+    # so it is named, not refused; other corpora, dev splits or embedder give other rows and labels
+    changed = [k for k in expected if k != "features" and header.get(k) != expected[k]]
     if changed:
         raise LotsmanError(f"{path}: collected under other settings ({', '.join(changed)} differ); {redo}")
+    if header.get("features") != expected.get("features"):
+        before, now = set(header.get("features") or []), set(expected.get("features") or [])
+        added, removed = ", ".join(sorted(now - before)) or "none", ", ".join(sorted(before - now)) or "none"
+        print(f"note: {path} was collected under other features (added: {added}; removed: {removed}); they are "
+              "read from the cached rows, and a feature reading what the rows do not hold needs the cache "
+              "collected again", file=sys.stderr)
     out = []
     try:
         for line in lines[1:]:
@@ -338,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=MODEL_PATH, help=f"model file (default {MODEL_PATH})")
     parser.add_argument("--dry-run", action="store_true", help="print the leave-one-corpus-out table only")
     parser.add_argument("--cache", type=Path, help="candidates file: read when it exists (refused when collected "
-                        "under other corpora, dev splits, embedder or features), else written after collecting "
+                        "under other corpora, dev splits or embedder), else written after collecting "
                         "(a model change retrains without running the lanes again)")
     parser.add_argument("--no-index", action="store_true", help="read the eval sessions as they are")
     args = parser.parse_args(argv)

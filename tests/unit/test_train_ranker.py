@@ -83,7 +83,6 @@ def test_trees_are_fitted_on_rows_of_gold_files(labels: list[int], fitted: list[
     ("another embedder", {"embedder": "e5"}, "embedder"),
     ("a dev split edited since", {"datasets": {"c": "def"}}, "datasets"),
     ("another set of corpora", {"corpora": {"c": None, "d": None}}, "corpora"),
-    ("a feature added since", {"features": [*FEATURES, "new_feature"]}, "features"),
 ])
 def test_a_cache_of_other_settings_is_refused(case: str, changed: dict[str, object], says: str,
                                               tmp_path: Path) -> None:
@@ -146,3 +145,13 @@ def test_a_bad_cache_is_one_error_line(tmp_path: Path, monkeypatch: pytest.Monke
     assert train_ranker.main(["--cache", str(path), "--dry-run"]) != 0
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "\n" not in err and str(path) in err
+
+
+def test_a_feature_change_retrains_from_the_cache_and_says_so(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Features are read from the cached rows when loaded: retraining a feature change is what the cache is for."""
+    path = tmp_path / "cands.jsonl"
+    save_candidates(candidates(2), path, HEADER | {"features": [*FEATURES[:-1], "old_feature"]})
+    assert len(load_candidates(path, HEADER)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("note: ") and f"added: {FEATURES[-1]}" in err and "removed: old_feature" in err
