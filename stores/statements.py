@@ -14,7 +14,7 @@ from typing import Any
 
 from psycopg import sql
 
-from stores.indexing.files import BACKSLASH_IS_SEPARATOR
+from stores.indexing.files import BACKSLASH_IS_SEPARATOR, path_spellings
 from stores.layers import Layer
 
 TEST_PATH_PATTERNS = ("tests/%", "%/tests/%", "test/%", "%/test/%", "%/test\\_%", "test\\_%", "%\\_test.py",
@@ -46,6 +46,16 @@ def normalize_path(path: str, *, backslash_separator: bool = BACKSLASH_IS_SEPARA
     while p.startswith("./"):
         p = p[2:]
     return p.lstrip("/")
+
+
+def path_lookups(path: str, *, backslash_separator: bool = BACKSLASH_IS_SEPARATOR) -> list[str]:
+    """The indexed paths a user's path may name, in the order to look them up: as written (a POSIX name may
+    hold a backslash, `back\\slash.md`, and the index stores it verbatim), then with `\\` as a folder separator
+    (`docs\\api\\x.md` typed on Windows names `docs/api/x.md`); on Windows only the latter. Normalised by
+    `normalize_path`, deduplicated; empty when the path names no file."""
+    spellings = (normalize_path(s, backslash_separator=False)
+                 for s in path_spellings(path, backslash_separator=backslash_separator))
+    return [p for p in dict.fromkeys(spellings) if p]
 
 
 _LOWER_CAMEL = re.compile(r"\b[a-z]+(?:[A-Z][a-z0-9]*)+\b")

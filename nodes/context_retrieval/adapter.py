@@ -39,7 +39,7 @@ from stores.errors import LaneBudgetExceeded
 from stores.layers import Layer
 from stores.repository import RagRepository
 from stores.sessions import RagSession
-from stores.statements import RetrieveFilters, normalize_path
+from stores.statements import RetrieveFilters, path_lookups
 
 CANDIDATES = 60
 """Rows each SQL lane contributes before fusion."""
@@ -97,21 +97,29 @@ def plan_filters(plan: RetrievalPlan, layout: RepoLayout | None = None) -> Retri
     )
 
 
+def exact_lookups(hints: Sequence[str]) -> list[str]:
+    """The paths the exact lane asks for: every spelling of each hint (`path_lookups`: as written, then with
+    `\\` as a separator, so `docs\\api\\x.md` finds `docs/api/x.md` and `back\\slash.md` itself), deduplicated."""
+    return list(dict.fromkeys(p for hint in hints for p in path_lookups(hint)))
+
+
 def missing_hints(hints: Sequence[str], found_paths: set[str]) -> list[str]:
-    """Hints that the exact lane did not find (compared after normalisation)."""
-    return [h for h in hints if normalize_path(h) and normalize_path(h) not in found_paths]
+    """Hints that the exact lane found under none of their spellings (empty ones name no file)."""
+    return [h for h in hints if (spellings := path_lookups(h)) and not found_paths.intersection(spellings)]
 
 
 def substring_keys(hints: Sequence[str]) -> list[str]:
     """What the substring lane looks for: the trailing path parts of each hint (`tutorial/cors.md`,
-    `cors.md`), longest first, so `docs/tutorial/cors.md` still finds `docs/ru/docs/tutorial/cors.md`."""
+    `cors.md`), longest first, so `docs/tutorial/cors.md` still finds `docs/ru/docs/tutorial/cors.md`; a
+    hint's spelling as written comes before its `/` spelling (`path_lookups`)."""
     keys: dict[str, None] = {}
     for hint in hints:
-        parts = [p for p in normalize_path(hint).split("/") if p]
-        for i in range(len(parts)):
-            tail = "/".join(parts[i:])
-            if len(tail) >= 3:
-                keys.setdefault(tail, None)
+        for spelling in path_lookups(hint):
+            parts = [p for p in spelling.split("/") if p]
+            for i in range(len(parts)):
+                tail = "/".join(parts[i:])
+                if len(tail) >= 3:
+                    keys.setdefault(tail, None)
     return list(keys)
 
 
@@ -374,9 +382,9 @@ class RetrievalAdapter:
             # an overview question is answered by the repository's front doors, which no other lane prefers
             out["landing"] = self.repository.retrieve_exact_files(session, pages, limit=LANDING_ROWS)
         if on("exact") and hints:
-            out["exact"] = self.repository.retrieve_exact_files(session, hints, limit=self.candidates)
+            out["exact"] = self.repository.retrieve_exact_files(session, exact_lookups(hints), limit=self.candidates)
         found = {r["path"] for r in out.get("exact", [])}
-        wanted = missing_hints(hints, found) + [f for f in file_names if normalize_path(f) not in found]
+        wanted = missing_hints(hints, found) + missing_hints(file_names, found)
         if on("substring") and wanted:
             out["substring"] = self._substring_lane(session, wanted)
         return out

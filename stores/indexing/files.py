@@ -286,8 +286,7 @@ def read_source_file(
     Args:
         root: Repository root.
         rel_path: Path relative to `root` with forward slashes, as the walk lists it (a backslash is a
-            separator on Windows; on POSIX the name with the backslash is read if it exists, else the path
-            with `/` in its place).
+            separator on Windows; on POSIX it is part of the name, which alone is read: `source_spelling`).
         max_bytes: Files larger than this are skipped.
         include_exts: Lower-case extensions (with the dot) of indexable files.
 
@@ -302,21 +301,25 @@ def read_source_file(
     real_root = _checked_root(root)
     if not is_utf8_name(rel_path):
         return SkippedFile(escaped_path(rel_path), NON_UTF8_FILE)
-    reasons: list[SkippedFile] = []
-    for spelling in path_spellings(rel_path):
-        found = _find_candidate(real_root, spelling, include_exts)
-        if isinstance(found, SkippedFile):
-            reasons.append(found)
-            continue
-        path, rel = found
-        return _load(path, rel, real_root, max_bytes)
-    return reasons[0]  # why the name as given cannot be read
+    found = _find_candidate(real_root, source_spelling(rel_path), include_exts)
+    if isinstance(found, SkippedFile):
+        return found
+    path, rel = found
+    return _load(path, rel, real_root, max_bytes)
+
+
+def source_spelling(rel_path: str, *, backslash_separator: bool = BACKSLASH_IS_SEPARATOR) -> str:
+    """The one spelling under which an incremental job reads a file the walk listed: with `\\` as a separator
+    on Windows, as written on POSIX. No second guess there: when `back\\slash.md` was deleted, reading
+    `back/slash.md` instead would index another file under the deleted one's name (and keep its rows)."""
+    return rel_path.replace("\\", "/") if backslash_separator else rel_path
 
 
 def path_spellings(rel_path: str, *, backslash_separator: bool = BACKSLASH_IS_SEPARATOR) -> list[str]:
-    """The spellings under which a path relative to the root may name a file, in the order to try them: on
-    POSIX the name as given first (the walk lists `back\\slash.md` verbatim), then with `\\` as a folder
-    separator (a path typed on Windows); on Windows only the latter."""
+    """The spellings under which a path a user typed may name a file, in the order to try them: on POSIX the
+    name as given first (the walk lists `back\\slash.md` verbatim), then with `\\` as a folder separator (a path
+    typed on Windows); on Windows only the latter. Not for a job's reads, which take one name
+    (`source_spelling`)."""
     translated = rel_path.replace("\\", "/")
     if backslash_separator or translated == rel_path:
         return [translated]

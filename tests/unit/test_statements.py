@@ -10,6 +10,7 @@ from stores.statements import (
     _user_like_patterns,
     escape_like,
     normalize_path,
+    path_lookups,
     query_terms,
 )
 
@@ -28,6 +29,21 @@ def test_escape_like_makes_wildcards_literal(raw: str, escaped: str) -> None:
 )
 def test_normalize_path(raw: str, norm: str) -> None:
     assert normalize_path(raw) == norm
+
+
+@pytest.mark.parametrize(
+    ("raw", "separator", "lookups"),
+    [
+        ("docs\\api\\x.md", False, ["docs\\api\\x.md", "docs/api/x.md"]),  # POSIX: as written, then `/`
+        ("docs\\api\\x.md", True, ["docs/api/x.md"]),                       # Windows: a separator only
+        ("back\\slash.md", False, ["back\\slash.md", "back/slash.md"]),      # the literal name first
+        ("./docs/a.md", False, ["docs/a.md"]),                                # one spelling, once
+        (".\\docs\\a.md", False, [".\\docs\\a.md", "docs/a.md"]),
+        ("  \\ ", False, []),                                                 # no name: no lookup
+    ],
+)
+def test_path_lookups(raw: str, separator: bool, lookups: list[str]) -> None:
+    assert path_lookups(raw, backslash_separator=separator) == lookups
 
 
 def test_policy_like_patterns_pass_through_and_drop_match_all() -> None:
