@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from nodes.evidence import EvidenceRow
 from nodes.terms import STOPWORDS, WORD, cyrillic_share, stem
+from stores.statements import path_lookups
 
 SIMILARITY_PASS = 0.70
 """Best cosine similarity that passes a request whose key terms the candidates lack (a paraphrase may share
@@ -158,7 +159,7 @@ def gate_signals(rows: Sequence[EvidenceRow], terms: Sequence[str], *, query: st
         return GateSignals(absent_names=tuple(absent_names), has_terms=bool(terms))
     distances = [r.scores["distance"] for r in rows if "distance" in r.scores]
     top = list(rows[:GATE_TOP_N])
-    wanted = [f.lower().lstrip("./") for f in named_files if f.strip()]
+    wanted = [p.lower() for f in named_files for p in path_lookups(f)]  # `docs\\x.md` typed on Windows too
     evidence_ru = cyrillic_share(" ".join(r.content[:400] for r in top)) >= CROSS_LINGUAL_SHARE
     query_ru = cyrillic_share(query) >= CROSS_LINGUAL_SHARE
     return GateSignals(

@@ -81,6 +81,18 @@ def test_relevance_gate(rows: list[EvidenceRow], terms: list[str], passed: bool)
     assert relevance_gate(rows, terms, named_files=["docs/a.md"]).passed is passed
 
 
+@pytest.mark.parametrize(("named", "indexed", "found"), [
+    ("docs/a.md", "docs/a.md", True),
+    ("./docs/a.md", "docs/a.md", True),
+    ("docs\\a.md", "docs/a.md", True),  # typed on Windows: it named docs\a.md, which no row ends with
+    (".github/a.md", ".github/a.md", True),  # its dot was stripped with the ./ prefix
+    (".github/a.md", "docs/github/a.md", False),
+])
+def test_the_file_the_user_named_passes_whichever_way_it_was_typed(named: str, indexed: str, found: bool) -> None:
+    rows = [ev(indexed, "unrelated words", 0.95)]
+    assert relevance_gate(rows, ["zzz"], named_files=[named]).passed is found
+
+
 def test_token_cap_keeps_rank_order_and_always_one_row() -> None:
     rows = [ev("a.md", "x" * 3000), ev("b.md", "y" * 3000), ev("c.md", "z" * 30)]
     kept = apply_token_cap(rows, cap=1100)
