@@ -104,9 +104,6 @@ def test_a_default_value_question_leads_with_the_line_that_states_it(bundle: Ses
     assert inside(got.answer, got.rows)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 29: the learned order lifts a second page about default values "
-                                       "(query-params-str-validations.md) into the evidence, and analysis quotes it "
-                                       "as two supporting passages: 1648 characters (1066 in the RRF order)")
 def test_a_default_value_answer_stays_short(bundle: SessionBundle) -> None:
     assert len(ask(bundle, DEFAULT_VALUE_QUESTION).answer.text) <= MAX_ANSWER_CHARS
 

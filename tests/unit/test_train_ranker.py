@@ -65,18 +65,10 @@ def test_a_model_is_written_only_when_no_held_out_corpus_loses(table: dict[str, 
     assert beats_rrf_everywhere(table) is written
 
 
-@pytest.mark.parametrize(("labels", "fitted"), [
-    ([0, 1, 2], [0, 1, 1]),    # a row holding a key fact counts as any row of its gold file
-    ([2, 2, 0], [1, 1, 0]),
-    ([0, 0], [0, 0]),
-])
-def test_trees_are_fitted_on_rows_of_gold_files(labels: list[int], fitted: list[int]) -> None:
-    import numpy as np
+def test_every_label_has_a_gain() -> None:
+    from evals.train_ranker import PARAMS
 
-    from evals.train_ranker import PARAMS, relevance
-
-    assert list(relevance(np.array(labels))) == fitted
-    assert len(PARAMS["label_gain"]) > max(fitted)  # LightGBM refuses a label beyond its gains
+    assert len(PARAMS["label_gain"]) == 3  # 0 other, 1 a row of a gold file, 2 one holding a key fact
 
 
 @pytest.mark.parametrize(("case", "changed", "says"), [
