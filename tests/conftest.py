@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -11,6 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    # A suite started as a background job of a non-interactive shell (`cmd &` in a script) inherits SIGINT
+    # ignored, and so does every CLI a test starts: the Ctrl-C tests then saw no KeyboardInterrupt (exit 0, or a
+    # watch that never stopped). Ctrl-C behaviour is what they test, so the suite restores Python's own handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS_SCRIPT = Path(os.environ.get("LOTSMAN_FASTAPI_ASSEMBLE",
