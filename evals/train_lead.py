@@ -19,7 +19,6 @@ model is then fitted on every corpus and written, with its feature names and the
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ import numpy as np
 from evals.cases import load_dataset
 from evals.facts import fact_in_text
 from evals.suites import assemble_corpus
-from evals.train_ranker import export, import_lightgbm, pinned_suites, write_model
+from evals.train_ranker import export, import_lightgbm, pinned_suites, trainer_parser, write_model
 from stores.errors import LotsmanError
 
 PARAMS: dict[str, Any] = {
@@ -139,11 +138,7 @@ def _macro_gain(table: dict[str, dict[str, float]]) -> float:
 def main(argv: list[str] | None = None) -> int:
     from nodes.context_analysis.lead_model import LEAD_FEATURES, LEAD_MODEL_PATH
 
-    parser = argparse.ArgumentParser(prog="python -m evals.train_lead", description=__doc__.splitlines()[0])
-    parser.add_argument("--corpora-dir", type=Path, help="where corpora are assembled (default: the eval's)")
-    parser.add_argument("--out", type=Path, default=LEAD_MODEL_PATH, help=f"model file (default {LEAD_MODEL_PATH})")
-    parser.add_argument("--dry-run", action="store_true", help="print the leave-one-corpus-out table only")
-    args = parser.parse_args(argv)
+    args = trainer_parser("python -m evals.train_lead", __doc__, LEAD_MODEL_PATH).parse_args(argv)
     lgb = import_lightgbm()
     if lgb is None:
         return 2

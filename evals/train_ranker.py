@@ -300,6 +300,15 @@ def import_lightgbm() -> Any | None:
     return lightgbm
 
 
+def trainer_parser(prog: str, doc: str, model_path: Path) -> argparse.ArgumentParser:
+    """The arguments every trainer takes: where corpora are assembled, the model file, and a dry run."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.splitlines()[0])
+    parser.add_argument("--corpora-dir", type=Path, help="where corpora are assembled (default: the eval's)")
+    parser.add_argument("--out", type=Path, default=model_path, help=f"model file (default {model_path})")
+    parser.add_argument("--dry-run", action="store_true", help="print the leave-one-corpus-out table only")
+    return parser
+
+
 def pinned_suites() -> list[Any]:
     """The registered corpora a model is trained on: every one with a pinned assemble script (this
     repository's own set is not pinned: it changes with every commit)."""
@@ -333,10 +342,7 @@ def print_table(table: dict[str, dict[str, float]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evals.train_ranker", description=__doc__.splitlines()[0])
-    parser.add_argument("--corpora-dir", type=Path, help="where corpora are assembled (default: the eval's)")
-    parser.add_argument("--out", type=Path, default=MODEL_PATH, help=f"model file (default {MODEL_PATH})")
-    parser.add_argument("--dry-run", action="store_true", help="print the leave-one-corpus-out table only")
+    parser = trainer_parser("python -m evals.train_ranker", __doc__, MODEL_PATH)
     parser.add_argument("--cache", type=Path, help="candidates file: read when it exists (refused when collected "
                         "under other corpora, dev splits or embedder), else written after collecting "
                         "(a model change retrains without running the lanes again)")

@@ -20,6 +20,7 @@ from stores.errors import IndexingError
 from stores.indexing.service import index_repository
 from stores.repository import RagRepository
 from stores.sessions import delete_session, find_session, get_session, job_lock_key
+from tests.gitrepo import git
 
 EMBEDDER = FakeEmbeddings()
 POSIX = os.sep == "/"
@@ -188,19 +189,14 @@ def test_a_job_reads_the_files_under_the_sessions_lock(db: Database, tmp_path: P
 # -- 2. `--ref` inside another repository's hook ----------------------------------------------------------------
 
 
-def _git(repo: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@e")
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
 
 
 def _tagged(root: Path, text: str) -> Path:
     _write(root / "docs/guide.md", text)
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "one")
-    _git(root, "tag", "v1")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "one")
+    git(root, "tag", "v1")
     return root
 
 
@@ -214,7 +210,7 @@ def test_index_ref_from_another_repositorys_hook_reads_its_own_repository(db: Da
                 "GIT_INDEX_FILE": str(other / ".git/index"), "GIT_PREFIX": ""}
     done = lotsman("index", str(mine), "--ref", "v1", "--session", name, "--embedder", "fake", **hook_env)
     assert done.returncode == 0, done.stderr
-    assert _git(mine, "rev-parse", "v1")[:12] in done.stdout
+    assert git(mine, "rev-parse", "v1")[:12] in done.stdout
     text = _contents(db, name, "docs/guide.md")
     assert "seven (mine)" in text and "hook's repository" not in text
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 
 import graph.cli as cli
 from stores.database import Database
+from tests.gitrepo import git
 
 GUIDE_V1 = """# Retry guide
 
@@ -45,11 +45,6 @@ def other_docs() -> dict[str, str]:
 QUESTION = "How many times does the client retry a failed upload?"
 
 
-def _git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -65,17 +60,17 @@ def tagged_repo(tmp_path: Path) -> Path:
     The working tree is then edited past v2 (never indexed with --ref: it must not leak into them)."""
     repo = tmp_path / "repo"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
+    git(repo, "init", "-q", "-b", "main")
     token = uuid.uuid4().hex[:8]
     _write(repo, {"docs/retry.md": GUIDE_V1 + f"\nRevision notes {token}.\n",
                   "app/settings.py": SETTINGS_PY.format(n=3) + f"# {token}\n", **other_docs()})
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "v1")
-    _git(repo, "tag", "v1")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "v1")
+    git(repo, "tag", "v1")
     _write(repo, {"docs/retry.md": GUIDE_V2 + f"\nRevision notes {token}.\n",
                   "app/settings.py": SETTINGS_PY.format(n=7) + f"# {token}\n"})
-    _git(repo, "commit", "-q", "-am", "v2")
-    _git(repo, "tag", "-a", "v2", "-m", "release 2")  # an annotated tag names a tag object, not the commit
+    git(repo, "commit", "-q", "-am", "v2")
+    git(repo, "tag", "-a", "v2", "-m", "release 2")  # an annotated tag names a tag object, not the commit
     _write(repo, {"docs/retry.md": GUIDE_V1.replace("3 times", "11 times")})  # uncommitted work
     return repo
 
@@ -122,8 +117,8 @@ def test_two_tags_answer_from_their_own_revision(tagged_repo: Path, names: list[
     first = _index_json(capsys, str(tagged_repo), "--session", v1, "--ref", "v1")
     second = _index_json(capsys, str(tagged_repo), "--session", v2, "--ref", "v2")
 
-    sha1 = _git(tagged_repo, "rev-parse", "v1^{commit}")
-    sha2 = _git(tagged_repo, "rev-parse", "v2^{commit}")
+    sha1 = git(tagged_repo, "rev-parse", "v1^{commit}")
+    sha2 = git(tagged_repo, "rev-parse", "v2^{commit}")
     assert first["revision"] == {"repo": str(tagged_repo.resolve()), "ref": "v1", "commit": sha1}
     assert second["revision"]["commit"] == sha2
     # the second tag re-embeds only what changed: 2 of 10 files, the rest comes from the blob cache
@@ -161,7 +156,7 @@ def test_code_rows_carry_repository_commit_and_language(tagged_repo: Path, names
     rev, folder, _ = names
     _index_json(capsys, str(tagged_repo), "--session", rev, "--ref", "v1")
     _index_json(capsys, str(tagged_repo), "--session", folder)
-    sha1 = _git(tagged_repo, "rev-parse", "v1^{commit}")
+    sha1 = git(tagged_repo, "rev-parse", "v1^{commit}")
 
     for name, commit in ((rev, sha1), (folder, None)):
         rows = _rows(db, name)
@@ -258,7 +253,7 @@ def test_session_for_ref_picks_the_revision(db: Database, tagged_repo: Path, nam
     fake = make_embedder("fake")
     for name, ref in ((v1, "v1"), (v2, "v2")):
         index_repository(db, tagged_repo, session_name=name, embedder=fake, ref=ref, parse_workers=0)
-    sha1 = _git(tagged_repo, "rev-parse", "v1^{commit}")
+    sha1 = git(tagged_repo, "rev-parse", "v1^{commit}")
     with db.connection() as conn:
         assert session_for_ref(conn, "v1", within=v2).name == v1
         assert session_for_ref(conn, sha1[:8], within=v1).name == v1

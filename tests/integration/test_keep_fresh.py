@@ -28,7 +28,7 @@ from stores.database import Database
 from stores.embedders import FakeEmbeddings
 from stores.indexing.service import index_repository
 from stores.repository import RagRepository
-from stores.sessions import delete_session, find_session, get_session
+from stores.sessions import RagSession, delete_session, find_session, get_session
 from tests.integration.conftest import LOTSMAN, ROOT, cli_env, held_index_job, run_lotsman
 
 QUESTION = "Какой код доступа к складу?"
@@ -221,15 +221,21 @@ def test_a_running_process_sees_a_changes_job(db: Database, tmp_path: Path, sess
         deps.lane_pool().shutdown(wait=True)
 
 
+def _session_without_artifacts(db: Database, root: Path, name: str) -> tuple[RagSession, GraphDeps]:
+    """A session indexed from `write_corpus` whose generation artifacts are gone (as for a session older than
+    schema v9), and graph deps to ask it."""
+    write_corpus(root)
+    index_repository(db, root, session_name=name, embedder=FakeEmbeddings(), parse_workers=0)
+    with db.connection() as conn:
+        session = get_session(conn, name)
+        conn.execute("DELETE FROM rag_generation_artifacts WHERE rag_session_id = %s", (session.rag_session_id,))
+    return session, GraphDeps(settings=Settings(), db=db, embedder=FakeEmbeddings())
+
+
 def test_artifacts_describe_the_rows_and_are_built_when_missing(db: Database, tmp_path: Path, session_name: str,
                                                                 cleanup: list[str]) -> None:
     cleanup.append(session_name)
-    write_corpus(tmp_path)
-    index_repository(db, tmp_path, session_name=session_name, embedder=FakeEmbeddings(), parse_workers=0)
-    with db.connection() as conn:
-        session = get_session(conn, session_name)
-        conn.execute("DELETE FROM rag_generation_artifacts WHERE rag_session_id = %s", (session.rag_session_id,))
-    deps = GraphDeps(settings=Settings(), db=db, embedder=FakeEmbeddings())
+    session, deps = _session_without_artifacts(db, tmp_path, session_name)
     try:
         bundle = deps.bundle(session_name)  # an old session's first question: built from the rows and stored
     finally:
@@ -255,12 +261,7 @@ def test_a_reader_building_artifacts_never_waits_for_a_job_storing_them(db: Data
     from stores.artifacts import save_artifacts
 
     cleanup.append(session_name)
-    write_corpus(tmp_path)
-    index_repository(db, tmp_path, session_name=session_name, embedder=FakeEmbeddings(), parse_workers=0)
-    with db.connection() as conn:
-        session = get_session(conn, session_name)
-        conn.execute("DELETE FROM rag_generation_artifacts WHERE rag_session_id = %s", (session.rag_session_id,))
-    deps = GraphDeps(settings=Settings(), db=db, embedder=FakeEmbeddings())
+    session, deps = _session_without_artifacts(db, tmp_path, session_name)
     built: list[object] = []
     job = db.pool.getconn()
     try:

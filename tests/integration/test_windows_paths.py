@@ -5,7 +5,6 @@ own name (`stores.statements.path_lookups`: as written, then with `/`)."""
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator, Sequence
 
 import pytest
@@ -14,10 +13,10 @@ from nodes.context_retrieval.adapter import RetrievalAdapter
 from nodes.retrieval_policy import RetrievalPlan
 from stores.database import Database
 from stores.embedders import FakeEmbeddings
-from stores.indexing.service import index_repository
 from stores.layers import DOCS_LAYERS
 from stores.repository import RagRepository
-from stores.sessions import RagSession, delete_session, get_session
+from stores.sessions import RagSession
+from tests.integration.conftest import indexed_session
 
 EMBEDDER = FakeEmbeddings()
 DOC_LAYERS = [layer.value for layer in DOCS_LAYERS]
@@ -37,13 +36,7 @@ def session(db: Database, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         (root / rel).write_text(text)
     if os.sep == "/":
         (root / BACKSLASH_NAME).write_text("# Back slash\n\nA POSIX name with a backslash in it.\n")
-    name = f"it-winpath-{uuid.uuid4().hex[:6]}"
-    index_repository(db, root, session_name=name, embedder=EMBEDDER)
-    with db.connection() as conn:
-        found = get_session(conn, name)
-    yield found
-    with db.connection() as conn:
-        delete_session(conn, name)
+    yield from indexed_session(db, root, "it-winpath", EMBEDDER)
 
 
 def ask(db: Database, session: RagSession, named: Sequence[str], query: str) -> dict[str, set[str]]:

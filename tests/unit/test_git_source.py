@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,14 +13,11 @@ import pytest
 from stores.errors import IndexingError
 from stores.indexing import git_source
 from stores.indexing.git_source import collect_revision, resolve_revision
+from tests.gitrepo import git
 
 
 def _git(repo: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@e",
-               GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
+    return git(repo, *args, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")  # no user or system config
 
 
 def _tagged(root: Path, files: dict[str, str]) -> Path:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
 import tracemalloc
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from stores.indexing.git_source import (
     split_batch,
 )
 from stores.statements import normalize_path
+from tests.gitrepo import git
 
 # -- 1. a backslash is a name character on POSIX --------------------------------------------------------------
 
@@ -79,20 +79,15 @@ def test_a_changed_file_with_a_backslash_in_its_name_is_read(tmp_path: Path) -> 
 # -- 2. git runs on the repository it is given -----------------------------------------------------------------
 
 
-def _git(repo: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@e")
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
 
 
 def _repo(root: Path, text: str) -> Path:
     (root / "docs").mkdir(parents=True)
     (root / "docs/a.md").write_text(text)
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "one")
-    _git(root, "tag", "v1")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "one")
+    git(root, "tag", "v1")
     return root
 
 
@@ -109,7 +104,7 @@ def test_a_revision_is_read_from_its_own_repository_inside_another_ones_hook(
     monkeypatch.setenv("GIT_COMMON_DIR", str(other / ".git"))
     revision = resolve_revision(mine, "v1")
     assert revision.repo_path == str(mine.resolve())
-    assert revision.commit_sha == _git(mine, "rev-parse", "v1")
+    assert revision.commit_sha == git(mine, "rev-parse", "v1")
     assert [f.text for f in collect_revision(revision).files] == ["# Mine\n\nthe docs of PATH\n"]
 
 
@@ -155,9 +150,9 @@ def test_a_large_revision_is_not_held_twice_in_memory(tmp_path: Path) -> None:
     for i in range(30):  # 6 MB of text
         (repo / f"docs/p{i:02}.md").write_text(f"# Page {i}\n\n" + ("lorem ipsum dolor sit amet " * 8 + "\n")
                                                * (blob // 217))
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "big")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "big")
     revision = resolve_revision(repo, "HEAD")
     tracemalloc.start()
     try:

@@ -3,8 +3,6 @@ when a folder is unchanged, what a code row records, how git's output is read.""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from stores.indexing.versions import PIPELINE_VERSION
 from stores.indexing.writer import RowOrigin, row_metadata
 from stores.layers import Layer
 from stores.sessions import RagSession, pick_revision_session, ref_matches
+from tests.gitrepo import git
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -138,11 +137,6 @@ def test_git_output_is_read_byte_exact() -> None:
         split_batch(b"deadbeef missing\n", 1)
 
 
-def _git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@e"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
 
 
 @pytest.fixture
@@ -155,20 +149,20 @@ def repo(tmp_path: Path) -> Path:
     (root / ".hidden/x.md").parent.mkdir()
     (root / ".hidden/x.md").write_text("# hidden\n")
     (root / "link.md").symlink_to("docs/a.md")
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "one")
-    _git(root, "tag", "v1")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "one")
+    git(root, "tag", "v1")
     (root / "docs/a.md").write_text("# A\n\nedited, not committed\n")
     return root
 
 
 def test_a_revision_is_read_from_git_not_from_the_working_tree(repo: Path) -> None:
     revision = resolve_revision(repo, "v1")
-    assert revision.commit_sha == _git(repo, "rev-parse", "HEAD") and revision.prefix == ""
+    assert revision.commit_sha == git(repo, "rev-parse", "HEAD") and revision.prefix == ""
     collected = collect_revision(revision, max_bytes=100)
     assert [(f.path, f.text) for f in collected.files] == [("docs/a.md", "# A\n\nfirst\n")]
-    assert collected.files[0].blob_sha == _git(repo, "rev-parse", "v1:docs/a.md")  # the cache key git's own
+    assert collected.files[0].blob_sha == git(repo, "rev-parse", "v1:docs/a.md")  # the cache key git's own
     assert {s.path: s.reason.split(":")[0] for s in collected.skipped} == {
         "big.md": "too large", "empty.py": "empty file", "link.md": "symlink"}
 
@@ -198,8 +192,8 @@ def test_a_folder_the_revision_lacks_is_refused_not_indexed_empty(repo: Path) ->
     """ls-tree lists nothing for a folder a revision lacks: indexed, the empty snapshot replaced the index."""
     (repo / "later").mkdir()
     (repo / "later/b.md").write_text("# B\n")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "two")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "two")
     assert [f.path for f in collect_revision(resolve_revision(repo / "later", "HEAD")).files] == ["b.md"]
     with pytest.raises(IndexingError, match="later does not exist in revision 'v1'") as raised:
         resolve_revision(repo / "later", "v1")
