@@ -232,13 +232,22 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
+ROW_OVERHEAD_TOKENS = 8
+"""What a row costs beyond its content and path (its citation and fencing in a prompt)."""
+
+
+def row_tokens(row: EvidenceRow) -> int:
+    """What one evidence row costs of the token cap: its content, its path and the overhead."""
+    return estimate_tokens(row.content) + estimate_tokens(row.path) + ROW_OVERHEAD_TOKENS
+
+
 def apply_token_cap(rows: Sequence[EvidenceRow], cap: int) -> list[EvidenceRow]:
     """Keep rows in fused order while their content fits `cap` tokens; the first row is always kept
     (cut to fit)."""
     kept: list[EvidenceRow] = []
     used = 0
     for row in rows:
-        cost = estimate_tokens(row.content) + estimate_tokens(row.path) + 8
+        cost = row_tokens(row)
         if used + cost > cap:
             if not kept:
                 room = max(0, int((cap - 8) * CHARS_PER_TOKEN) - len(row.path))

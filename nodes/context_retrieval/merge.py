@@ -1,7 +1,8 @@
 """The merge of context_retrieval (pure): lanes in, capped and gated evidence out.
 
 fuse (weighted RRF, dedupe) → demote tests → file diversity → a reserved slot for code → relevance gate →
-token cap. Lane I/O lives in `adapter.py`; everything here is table-tested without a database.
+token cap → the cap's remaining room filled with further candidates (`pack.py`). Lane I/O lives in
+`adapter.py`; everything here is table-tested without a database.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from nodes.context_retrieval.fusion import DEFAULT_LANE_WEIGHTS, SAME_FILE_DECAY, diversify, fuse
 from nodes.context_retrieval.gate import GateDecision, GateThresholds, apply_token_cap, relevance_gate
 from nodes.context_retrieval.learned_ranker import LearnedRanker
+from nodes.context_retrieval.pack import fill_budget
 from nodes.context_retrieval.rank_features import RankQuery
 from nodes.evidence import EvidenceRow
 from nodes.retrieval_policy import CodePlan
@@ -90,6 +92,9 @@ class RetrievalResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     relaxation: str = "hard"
     """How far the plan's filters were loosened to find enough rows (`hard`, `preference`, `none`)."""
+    core: int | None = None
+    """How many of `rows` are the core: the first `max(top_k, plan_limit)` ranked rows within the cap. The
+    rows after it fill the cap's remaining room (`pack.fill_budget`). None: every row is core."""
 
 
 def is_test_path(path: str) -> bool:
@@ -183,7 +188,9 @@ def spread_files(rows: Sequence[EvidenceRow], decay: float = SAME_FILE_DECAY) ->
 
 
 def merge_lanes(gathered: GatheredLanes, spec: MergeSpec) -> RetrievalResult:
-    """One merge of every lane: ranking, the relevance gate on the ranked rows, then the token cap.
+    """One merge of every lane: ranking, the relevance gate on the ranked rows, then the token cap: the core
+    (the first `max(top_k, plan_limit)` rows that fit) and, except for the plain baselines, the cap's
+    remaining room filled with further candidates (`pack.fill_budget`).
 
     With the learned ranker the gate still reads the RRF order it was calibrated on (re-ordered rows passed
     nearly every unanswerable dev question: abstention recall 0.43 → 0.34), and the learned order is spread
@@ -206,7 +213,8 @@ def merge_lanes(gathered: GatheredLanes, spec: MergeSpec) -> RetrievalResult:
                               ranker_scores=model_scores)
     if reordered is not None:
         ranked = reordered
-    rows = apply_token_cap(ranked[: max(spec.top_k, spec.plan_limit)], spec.token_cap)
+    core = apply_token_cap(ranked[: max(spec.top_k, spec.plan_limit)], spec.token_cap)
+    rows = core if spec.plain else fill_budget(core, ranked, spec.token_cap, spec.key_terms)
     return RetrievalResult(rows=rows, relevant=decision.passed, gate=decision,
                            lane_sizes={k: len(v) for k, v in gathered.lanes.items()},
-                           timings_ms=dict(gathered.timings_ms), relaxation=gathered.relaxation)
+                           timings_ms=dict(gathered.timings_ms), relaxation=gathered.relaxation, core=len(core))

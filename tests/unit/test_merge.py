@@ -81,10 +81,21 @@ def test_gate(lanes: dict[str, list[dict[str, Any]]], absent: list[str], named: 
 
 
 @pytest.mark.parametrize(("top_k", "plan_limit", "kept"), [(2, 1, 2), (1, 3, 3), (12, 8, 5)])
-def test_rows_kept_are_the_larger_of_top_k_and_the_plan_limit(top_k: int, plan_limit: int, kept: int) -> None:
+def test_the_core_is_the_larger_of_top_k_and_the_plan_limit(top_k: int, plan_limit: int, kept: int) -> None:
     lanes = {"semantic": [DOC_A, DOC_B, DOC_C, CODE, TEST]}
     result = merge_lanes(GatheredLanes(lanes=lanes), MergeSpec(query="q", top_k=top_k, plan_limit=plan_limit))
-    assert len(result.rows) == kept and result.lane_sizes == {"semantic": 5}
+    assert result.core == kept and result.lane_sizes == {"semantic": 5}
+    assert [r.id for r in result.rows[:kept]] == [r.id for r in rank_rows(lanes, MergeSpec(query="q"))[:kept]]
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_the_caps_room_is_filled_with_further_candidates_except_for_plain_baselines(plain: bool) -> None:
+    # top_k=2 of five small rows used to hand analysis two rows and leave the 4096-token cap nearly empty
+    lanes = {"semantic": [DOC_A, DOC_B, DOC_C, CODE, TEST]}
+    result = merge_lanes(GatheredLanes(lanes=lanes), MergeSpec(query="q", top_k=2, plan_limit=1, plain=plain))
+    assert result.core == 2
+    assert len(result.rows) == (2 if plain else 5)
+    assert all(r.metadata.get("evidence_fill") for r in result.rows[2:])
 
 
 def test_token_cap_keeps_rows_in_fused_order() -> None:

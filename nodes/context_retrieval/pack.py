@@ -1,0 +1,144 @@
+"""The evidence pack (pure): the rows handed to context_analysis, filled up to the token cap.
+
+The core is what analysis always read: the first `max(top_k, plan_limit)` ranked rows that fit the cap
+(`gate.apply_token_cap`). Twelve rows left a quarter to a half of the 4096-token cap unused (pack p50
+1.7k–3.2k tokens on the five dev corpora) while the passage stating a key fact was often a further row of a
+file already in the core: the learned order spreads a file's rows over the ranking, so its third or
+fourth passage lands at rank 60. The fill spends the room left:
+
+1. candidates not in the core, rows of the core's first `FILL_FILES` files first (those naming more of the
+   request's key terms first), then the rest in ranked order;
+2. a card or passage whose lines a passage already in the pack covers is skipped (the same text twice);
+3. each row is trimmed to its window of at most `FILL_WINDOW_CHARS` that names the most key terms, so a
+   long definition costs a few hundred tokens instead of crowding out three other passages.
+
+Filled rows come after the core (`rows[:core]` is the core unchanged) and say so in their metadata
+(`FILL_MARK`), so a consumer that wants only the core can tell them apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nodes.context_retrieval.gate import row_tokens
+from nodes.evidence import EvidenceRow
+from nodes.terms import WORD, stem
+
+FILL_FILES = 3
+"""How many of the core's files (in rank order) have their further rows tried first. Dev evidence key-fact
+recall, macro of five corpora, filled in ranked order 0.770; the first 1, 2, 3, 5 files first 0.785–0.793
+(3: 0.793, no corpus lower than ranked order)."""
+FILL_WINDOW_CHARS = 900
+"""Longest filled row; a longer one keeps its window naming the most key terms (600: 0.790, 1200: 0.795,
+whole rows 0.765 on the same dev sets)."""
+FILL_MARK = "evidence_fill"
+"""Metadata key set on rows added by the fill (not part of the core)."""
+PASSAGE_LAYERS = ("D0", "C0")
+"""Layers whose rows are the text itself (document chunks, source chunks); the others are cards, facts and
+edges derived from it."""
+
+
+def term_stems(terms: Sequence[str]) -> set[str]:
+    return {stem(t) for t in terms if t}
+
+
+def stems_in(text: str) -> set[str]:
+    """Stems of the words of `text`, and of each part of a snake_case word."""
+    out: set[str] = set()
+    for w in WORD.findall(text.lower()):
+        out.add(stem(w))
+        if "_" in w:
+            out.update(stem(p) for p in w.split("_") if p)
+    return out
+
+
+def term_hits(row: EvidenceRow, stems: set[str]) -> int:
+    """How many of the key terms' stems the row's title and content name."""
+    return len(stems_in(f"{row.title}\n{row.content}") & stems) if stems else 0
+
+
+def covered(row: EvidenceRow, pack: Sequence[EvidenceRow]) -> bool:
+    """A passage of the same file in the pack already spans the row's lines."""
+    return any(p.path == row.path and p.layer[:2] in PASSAGE_LAYERS and p.id != row.id
+               and p.span_start <= row.span_start and row.span_end <= p.span_end for p in pack)
+
+
+def trim_to_window(row: EvidenceRow, stems: set[str], max_chars: int) -> EvidenceRow:
+    """The row cut to at most `max_chars`: the run of whole lines naming the most key terms (the earliest on
+    a tie), its span narrowed to those lines.
+
+    Lines map to the span only when the content has at least as many lines as the span (a source chunk may
+    start with context lines such as `# class X (continued)`, which are kept); other rows (cards) keep
+    their head and their span. A single line longer than `max_chars` is cut.
+    """
+    if len(row.content) <= max_chars:
+        return row
+    lines = row.content.split("\n")
+    span = row.span_end - row.span_start + 1
+    extra = len(lines) - span
+    if extra < 0:
+        return row.model_copy(update={"content": row.content[:max_chars]})
+    head = lines[:extra]
+    room = max_chars - sum(len(h) + 1 for h in head)
+    if room <= 0:
+        return row.model_copy(update={"content": row.content[:max_chars]})
+    body = lines[extra:]
+    hits = [stems_in(line) & stems for line in body]
+    best: tuple[int, int, int] | None = None  # (terms named, start, stop)
+    stop, size = 0, 0
+    for start in range(len(body)):
+        if stop < start:  # the previous line alone was longer than the room
+            stop, size = start, 0
+        while stop < len(body) and size + len(body[stop]) + 1 <= room:
+            size += len(body[stop]) + 1
+            stop += 1
+        if stop > start:
+            named = len(set().union(*hits[start:stop]))
+            if best is None or named > best[0]:
+                best = (named, start, stop)
+            size -= len(body[start]) + 1
+    if best is None:  # every line alone is longer than the room
+        return row.model_copy(update={"content": row.content[:max_chars]})
+    _, first, last = best
+    return row.model_copy(update={"content": "\n".join([*head, *body[first:last]]),
+                                  "span_start": row.span_start + first, "span_end": row.span_start + last - 1})
+
+
+def fill_order(core: Sequence[EvidenceRow], candidates: Sequence[EvidenceRow], stems: set[str],
+               files: int = FILL_FILES) -> list[EvidenceRow]:
+    """Candidates not in the core, in the order the fill tries them: rows of the core's first `files`
+    files first (more key terms named first, then rank), then the others in rank order."""
+    in_core = {r.id for r in core}
+    first_files = list(dict.fromkeys(r.path for r in core))[:files]
+    top = {p: n for n, p in enumerate(first_files)}
+    rest = [(i, r) for i, r in enumerate(candidates) if r.id not in in_core]
+    rest.sort(key=lambda ir: (0, -term_hits(ir[1], stems), ir[0]) if ir[1].path in top else (1, 0, ir[0]))
+    return [r for _, r in rest]
+
+
+def fill_budget(core: Sequence[EvidenceRow], candidates: Sequence[EvidenceRow], cap: int,
+                terms: Sequence[str], *, files: int = FILL_FILES,
+                window_chars: int = FILL_WINDOW_CHARS) -> list[EvidenceRow]:
+    """The core, then further candidates (`fill_order`), each trimmed to its window, while they fit `cap`
+    tokens; a row whose lines a passage in the pack covers is skipped. `candidates` is the ranked list
+    (it may include the core's rows: they are not repeated)."""
+    pack = list(core)
+    used = sum(row_tokens(r) for r in pack)
+    if not pack or used >= cap:
+        return pack
+    stems = term_stems(terms)
+    seen = {(r.path, r.span_start, r.span_end, r.content) for r in pack}
+    for row in fill_order(core, candidates, stems, files):
+        if cap - used < row_tokens(row.model_copy(update={"content": ""})) + 10:
+            break
+        if covered(row, pack):
+            continue
+        trimmed = trim_to_window(row, stems, window_chars)
+        key = (trimmed.path, trimmed.span_start, trimmed.span_end, trimmed.content)
+        cost = row_tokens(trimmed)
+        if key in seen or used + cost > cap:
+            continue
+        pack.append(trimmed.model_copy(update={"metadata": {**trimmed.metadata, FILL_MARK: True}}))
+        seen.add(key)
+        used += cost
+    return pack

@@ -1,0 +1,104 @@
+"""The evidence pack (`nodes/context_retrieval/pack.py`): the cap's room after the core, filled with further
+candidates trimmed to the lines that name the request's key terms."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodes.context_retrieval.gate import row_tokens
+from nodes.context_retrieval.pack import (
+    FILL_MARK,
+    covered,
+    fill_budget,
+    fill_order,
+    term_hits,
+    term_stems,
+    trim_to_window,
+)
+from nodes.evidence import EvidenceRow
+
+
+def ev(rid: str, path: str, content: str, start: int = 1, end: int | None = None, layer: str = "D0_DOC_CHUNKS",
+       title: str = "") -> EvidenceRow:
+    end = end if end is not None else start + content.count("\n")
+    return EvidenceRow(id=rid, path=path, layer=layer, title=title, content=content, span_start=start, span_end=end)
+
+
+FILLER = [f"line {i} about nothing in particular" for i in range(40)]
+LONG = "\n".join([*FILLER[:20], "timeout defaults to five seconds", "retry the request", *FILLER[20:]])
+
+
+@pytest.mark.parametrize(("row", "terms", "max_chars", "content", "span"), [
+    # short rows are kept whole
+    (ev("s", "a.md", "one\ntwo", 10), ["timeout"], 100, "one\ntwo", (10, 11)),
+    # a long passage keeps the window naming the key terms, its span narrowed to those lines
+    (ev("l", "a.md", LONG, 100), ["timeout", "retry"], 80, "timeout defaults to five seconds\nretry the request",
+     (120, 121)),
+    # no key term anywhere: the first lines that fit, span narrowed
+    (ev("n", "a.md", "aaaa\nbbbb\ncccc\ndddd", 5), ["zzz"], 10, "aaaa\nbbbb", (5, 6)),
+    # a source chunk's context line (more lines than its span) stays on top of the window
+    (ev("c", "m.py", "# class K (continued)\nx = 1\ny = 2\ntimeout = 5\nz = 3", 40, 43, "C0_SOURCE_CHUNKS"),
+     ["timeout"], 40, "# class K (continued)\ny = 2\ntimeout = 5", (41, 42)),
+    # a card (fewer lines than its span) keeps its head and its span
+    (ev("k", "m.py", "def f(a, b): timeout handling " * 5, 1, 80, "C1_SYMBOL_CATALOG"), ["timeout"], 20,
+     "def f(a, b): timeout", (1, 80)),
+    # one line longer than the room is cut
+    (ev("w", "a.md", "x" * 50 + "\n" + "y" * 50, 1), ["timeout"], 20, "x" * 20, (1, 2)),
+])
+def test_trim_to_window(row: EvidenceRow, terms: list[str], max_chars: int, content: str,
+                        span: tuple[int, int]) -> None:
+    out = trim_to_window(row, term_stems(terms), max_chars)
+    assert (out.content, (out.span_start, out.span_end)) == (content, span)
+    assert len(out.content) <= max(max_chars, len(row.content) if len(row.content) <= max_chars else 0)
+
+
+def test_term_hits_reads_snake_case_parts_and_stems() -> None:
+    row = ev("r", "a.py", "MAX_RETRIES = 3  # retrying connections")
+    assert term_hits(row, term_stems(["retries", "connection", "proxy"])) == 2
+
+
+CORE = [ev("c1", "docs/a.md", "intro to a", 1), ev("c2", "docs/b.md", "intro to b", 1)]
+A_PLAIN = ev("a2", "docs/a.md", "more about a", 10)
+A_TERMS = ev("a3", "docs/a.md", "the timeout of a", 20)
+OTHER = ev("o1", "docs/z.md", "timeout elsewhere", 1)
+
+
+@pytest.mark.parametrize(("files", "expected"), [
+    (3, ["a3", "a2", "o1"]),   # the core's files first, the rows naming more key terms first
+    (0, ["o1", "a2", "a3"]),   # no file preference: rank order
+])
+def test_fill_order(files: int, expected: list[str]) -> None:
+    candidates = [*CORE, OTHER, A_PLAIN, A_TERMS]
+    assert [r.id for r in fill_order(CORE, candidates, term_stems(["timeout"]), files)] == expected
+
+
+@pytest.mark.parametrize(("row", "is_covered"), [
+    (ev("card", "m.py", "def f()", 12, 14, "C1_SYMBOL_CATALOG"), True),   # its passage is in the pack
+    (ev("card2", "m.py", "def g()", 30, 40, "C1_SYMBOL_CATALOG"), False),  # lines outside the passage
+    (ev("card3", "n.py", "def f()", 12, 14, "C1_SYMBOL_CATALOG"), False),  # another file
+])
+def test_a_row_whose_lines_a_passage_in_the_pack_spans_is_covered(row: EvidenceRow, is_covered: bool) -> None:
+    pack = [ev("p", "m.py", "\n".join(["x"] * 20), 10, 29, "C0_SOURCE_CHUNKS")]
+    assert covered(row, pack) is is_covered
+
+
+def test_fill_budget_keeps_the_core_first_and_stays_within_the_cap() -> None:
+    core = [ev("c1", "docs/a.md", "a" * 300, 1)]
+    candidates = [*core, *(ev(f"r{i}", f"docs/r{i}.md", "timeout\n" * 60, 1) for i in range(10))]
+    cap = 700
+    pack = fill_budget(core, candidates, cap, ["timeout"], window_chars=200)
+    assert pack[0] == core[0] and len(pack) > 1
+    assert sum(row_tokens(r) for r in pack) <= cap
+    assert all(r.metadata[FILL_MARK] and len(r.content) <= 200 for r in pack[1:])
+
+
+def test_fill_budget_skips_a_card_whose_passage_is_in_the_pack() -> None:
+    passage = ev("p", "m.py", "\n".join(["x = 1"] * 20), 10, 29, "C0_SOURCE_CHUNKS")
+    card = ev("card", "m.py", "def f()", 12, 14, "C1_SYMBOL_CATALOG")
+    other = ev("o", "n.py", "def g()", 1, 3, "C1_SYMBOL_CATALOG")
+    assert [r.id for r in fill_budget([passage], [passage, card, other], 4096, ["f"])] == ["p", "o"]
+
+
+@pytest.mark.parametrize("core", [[], [ev("c1", "docs/a.md", "a" * 3000, 1)]])
+def test_fill_budget_adds_nothing_to_an_empty_or_full_core(core: list[EvidenceRow]) -> None:
+    assert fill_budget(core, [*core, OTHER], 1000, ["timeout"]) == core
