@@ -65,11 +65,20 @@ def has_ranker_scores(scored: Sequence[Scored]) -> bool:
     return any("learned" in s.candidate.row.scores for s in scored)
 
 
+def overriding_lead(scores: Sequence[float], base: Sequence[float], margin: float) -> int:
+    """Index of the lead: the model's best passage (`scores`, the earliest on a tie) when it scores at least
+    `margin` above the rule's best (`base`), else the rule's (pure)."""
+    rule = max(range(len(base)), key=lambda i: (base[i], -i))
+    best = int(np.argmax(scores))
+    return best if scores[best] - scores[rule] >= margin else rule
+
+
 def learned_lead(model: LearnedRanker, scored: Sequence[Scored], file_rank: Mapping[str, int],
                  base: Sequence[float]) -> int:
-    """Index in `scored` of the passage the model puts first (the earliest on a tie)."""
+    """Index in `scored` of the lead: the model's choice where it overrides the rule's (`overriding_lead`,
+    by the margin the trainer chose, `meta["override_margin"]`)."""
     scores = model.forest.predict(lead_features(scored, file_rank, base)) if model.forest else np.zeros(len(scored))
-    return int(np.argmax(scores))
+    return overriding_lead(list(scores), base, float(model.meta.get("override_margin", 0.0)))
 
 
 @lru_cache(maxsize=2)

@@ -84,3 +84,42 @@ def test_the_shipped_model_fits_the_features_when_there_is_one() -> None:
     assert model is not None and model.features == LEAD_FEATURES and model.forest is not None
     x = np.zeros((2, len(LEAD_FEATURES)))
     assert model.forest.predict(x).shape == (2,)
+
+
+@pytest.mark.parametrize(("scores", "base", "margin", "lead"), [
+    ([0.0, 2.0, 1.0], [3.0, 1.0, 2.0], 0.0, 1),  # margin 0: the model alone
+    ([0.0, 2.0, 1.0], [3.0, 1.0, 2.0], 2.0, 1),  # exactly the margin above the rule's pick: the model's
+    ([0.0, 2.0, 1.0], [3.0, 1.0, 2.0], 2.5, 0),  # less than the margin: the rule's
+    ([1.0, 1.0, 0.0], [0.0, 2.0, 2.0], 0.5, 1),  # the model agrees with the rule's pick: no override
+    ([1.0, 1.0], [2.0, 2.0], 0.0, 0),  # ties go to the earliest
+], ids=["margin-0", "at-margin", "below-margin", "agree", "ties"])
+def test_model_overrides_the_rule_only_by_its_margin(scores: list[float], base: list[float], margin: float,
+                                                      lead: int) -> None:
+    from nodes.context_analysis.lead_model import overriding_lead
+
+    assert overriding_lead(scores, base, margin) == lead
+
+
+def _table(gains: dict[str, tuple[float, float]]) -> dict[str, dict[str, float]]:
+    rows = {c: {"questions": 10.0, "rule": 0.5, "learned": 0.5 + kf, "rule_gold": 0.5, "learned_gold": 0.5 + g}
+            for c, (kf, g) in gains.items()}
+    rows["macro"] = {k: float(np.mean([r[k] for r in rows.values()])) for k in rows["a"]}
+    return rows
+
+
+@pytest.mark.parametrize(("tables", "chosen"), [
+    # the largest macro gain where no corpus loses, not the largest macro gain
+    ({(4, 60, 0.0): _table({"a": (0.2, 0.2), "b": (-0.02, 0.0)}),
+      (4, 60, 0.5): _table({"a": (0.05, 0.05), "b": (0.0, 0.0)}),
+      (2, 40, 0.5): _table({"a": (0.01, 0.0), "b": (0.0, 0.0)})}, (4, 60, 0.5)),
+    # every setting loses somewhere or gains nothing: no model
+    ({(4, 60, 0.0): _table({"a": (0.2, 0.2), "b": (0.0, -0.05)}),
+      (4, 60, 1.0): _table({"a": (0.0, 0.0), "b": (0.0, 0.0)})}, None),
+    # equal gains: the larger margin (closer to the rule)
+    ({(4, 60, 0.1): _table({"a": (0.1, 0.0), "b": (0.0, 0.0)}),
+      (4, 60, 0.5): _table({"a": (0.1, 0.0), "b": (0.0, 0.0)})}, (4, 60, 0.5)),
+], ids=["no-corpus-loses", "none", "tie-larger-margin"])
+def test_trainer_chooses_a_setting_no_corpus_loses_on(tables: dict[Any, Any], chosen: Any) -> None:
+    from evals.train_lead import choose
+
+    assert choose(tables) == chosen
