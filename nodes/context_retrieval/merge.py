@@ -15,7 +15,7 @@ from typing import Any
 from nodes.context_retrieval.fusion import DEFAULT_LANE_WEIGHTS, SAME_FILE_DECAY, diversify, fuse
 from nodes.context_retrieval.gate import GateDecision, GateThresholds, apply_token_cap, relevance_gate
 from nodes.context_retrieval.learned_ranker import LearnedRanker
-from nodes.context_retrieval.pack import fill_budget
+from nodes.context_retrieval.pack import SourceReader, card_spans, fill_budget, source_rows
 from nodes.context_retrieval.rank_features import RankQuery
 from nodes.evidence import EvidenceRow
 from nodes.retrieval_policy import CodePlan
@@ -79,6 +79,8 @@ class MergeSpec:
     """Orders the fused candidates (None: the RRF order stands)."""
     rank_query: RankQuery | None = None
     """What the learned ranker knows of the request (defaults to the query and key terms)."""
+    read_sources: SourceReader | None = None
+    """Reads the source chunks of the core's symbol cards for the fill (`pack.py`; None: no read)."""
 
 
 @dataclass
@@ -187,6 +189,13 @@ def spread_files(rows: Sequence[EvidenceRow], decay: float = SAME_FILE_DECAY) ->
     return [row for _, _, row in keyed]
 
 
+def card_sources(core: Sequence[EvidenceRow], ranked: Sequence[EvidenceRow], spec: MergeSpec) -> list[EvidenceRow]:
+    """The source chunks of the core's symbol cards that are not candidates already (none without a reader
+    or a card)."""
+    spans = card_spans(core) if spec.read_sources is not None else []
+    return source_rows(spec.read_sources(spans), ranked) if spec.read_sources is not None and spans else []
+
+
 def merge_lanes(gathered: GatheredLanes, spec: MergeSpec) -> RetrievalResult:
     """One merge of every lane: ranking, the relevance gate on the ranked rows, then the token cap: the core
     (the first `max(top_k, plan_limit)` rows that fit) and, except for the plain baselines, the cap's
@@ -214,7 +223,8 @@ def merge_lanes(gathered: GatheredLanes, spec: MergeSpec) -> RetrievalResult:
     if reordered is not None:
         ranked = reordered
     core = apply_token_cap(ranked[: max(spec.top_k, spec.plan_limit)], spec.token_cap)
-    rows = core if spec.plain else fill_budget(core, ranked, spec.token_cap, spec.key_terms)
+    rows = core if spec.plain else fill_budget(core, [*ranked, *card_sources(core, ranked, spec)], spec.token_cap,
+                                               spec.key_terms)
     return RetrievalResult(rows=rows, relevant=decision.passed, gate=decision,
                            lane_sizes={k: len(v) for k, v in gathered.lanes.items()},
                            timings_ms=dict(gathered.timings_ms), relaxation=gathered.relaxation, core=len(core))

@@ -14,15 +14,25 @@ fourth passage lands at rank 60. The fill spends the room left:
 
 Filled rows come after the core (`rows[:core]` is the core unchanged) and say so in their metadata
 (`FILL_MARK`), so a consumer that wants only the core can tell them apart.
+
+A symbol card in the core (`def prompt(...)` and its docstring's first sentence) stands for a definition
+whose lines no lane may have returned: the constant, the error message, the default that answers. When the
+adapter injects a `SourceReader`, the source chunks overlapping the core's symbol cards join the candidates
+of the fill (one statement over the cards' spans).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from nodes.context_retrieval.gate import row_tokens
 from nodes.evidence import EvidenceRow
-from nodes.terms import WORD, stem
+from nodes.terms import STEM_CHARS, WORD, stem
+
+if TYPE_CHECKING:
+    from stores.repository import RagRepository
+    from stores.sessions import RagSession
 
 FILL_FILES = 3
 """How many of the core's files (in rank order) have their further rows tried first. Dev evidence key-fact
@@ -36,6 +46,19 @@ FILL_MARK = "evidence_fill"
 PASSAGE_LAYERS = ("D0", "C0")
 """Layers whose rows are the text itself (document chunks, source chunks); the others are cards, facts and
 edges derived from it."""
+SYMBOL_CARD_LAYERS = ("C1", "C3")
+"""Symbol and entrypoint cards: one synthesized line standing for a definition's span of source."""
+SOURCE_LAYER = "C0_SOURCE_CHUNKS"
+MAX_CARD_LINES = 400
+"""A card spanning more lines (a whole module or a large class) is not read for the fill: its source would be
+a dozen chunks, and the module's own chunks are what the lanes rank."""
+MAX_SOURCE_ROWS = 40
+"""Source rows read for one request's cards together."""
+
+SourceReader = Callable[[Sequence[tuple[str, int, int]]], Sequence[Mapping[str, Any]]]
+"""(path, first line, last line) spans → the index's source rows overlapping them (dicts with id, path, layer,
+title, content, span_start, span_end, metadata), e.g. `RagRepository.retrieve_overlapping` bound to a
+session, C0 only, at most MAX_SOURCE_ROWS."""
 
 
 def term_stems(terms: Sequence[str]) -> set[str]:
@@ -45,10 +68,10 @@ def term_stems(terms: Sequence[str]) -> set[str]:
 def stems_in(text: str) -> set[str]:
     """Stems of the words of `text`, and of each part of a snake_case word."""
     out: set[str] = set()
-    for w in WORD.findall(text.lower()):
-        out.add(stem(w))
+    for w in WORD.findall(text.lower()):  # `stem` without lower-casing each word again
+        out.add(w[:STEM_CHARS])
         if "_" in w:
-            out.update(stem(p) for p in w.split("_") if p)
+            out.update(p[:STEM_CHARS] for p in w.split("_") if p)
     return out
 
 
@@ -102,6 +125,36 @@ def trim_to_window(row: EvidenceRow, stems: set[str], max_chars: int) -> Evidenc
     _, first, last = best
     return row.model_copy(update={"content": "\n".join([*head, *body[first:last]]),
                                   "span_start": row.span_start + first, "span_end": row.span_start + last - 1})
+
+
+def index_source_reader(repository: RagRepository, session: RagSession) -> SourceReader:
+    """The `SourceReader` of a session: one statement over the spans, source chunks only."""
+    return lambda spans: repository.retrieve_overlapping(session, spans, layers=[SOURCE_LAYER],
+                                                         limit=MAX_SOURCE_ROWS)
+
+
+def card_spans(core: Sequence[EvidenceRow]) -> list[tuple[str, int, int]]:
+    """The spans of the core's symbol and entrypoint cards that stand for more than one line and at most
+    MAX_CARD_LINES (each once, in rank order)."""
+    spans = [(r.path, r.span_start, r.span_end) for r in core
+             if r.layer[:2] in SYMBOL_CARD_LAYERS and 0 < r.span_end - r.span_start < MAX_CARD_LINES]
+    return list(dict.fromkeys(spans))
+
+
+def source_rows(fetched: Sequence[Mapping[str, Any]], known: Sequence[EvidenceRow]) -> list[EvidenceRow]:
+    """Fetched source rows as evidence, those not already among `known` (by id), in the order read."""
+    have = {r.id for r in known}
+    out: list[EvidenceRow] = []
+    for f in fetched:
+        rid = str(f["id"])
+        if rid in have or f.get("layer") != SOURCE_LAYER:
+            continue
+        have.add(rid)
+        out.append(EvidenceRow(id=rid, path=str(f["path"]), layer=SOURCE_LAYER, title=str(f.get("title") or ""),
+                               content=str(f.get("content") or ""), span_start=int(f.get("span_start") or 1),
+                               span_end=int(f.get("span_end") or 1), metadata=dict(f.get("metadata") or {}),
+                               lanes={"card_source": 1}))
+    return out
 
 
 def fill_order(core: Sequence[EvidenceRow], candidates: Sequence[EvidenceRow], stems: set[str],

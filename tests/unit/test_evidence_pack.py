@@ -8,9 +8,11 @@ import pytest
 from nodes.context_retrieval.gate import row_tokens
 from nodes.context_retrieval.pack import (
     FILL_MARK,
+    card_spans,
     covered,
     fill_budget,
     fill_order,
+    source_rows,
     term_hits,
     term_stems,
     trim_to_window,
@@ -102,3 +104,27 @@ def test_fill_budget_skips_a_card_whose_passage_is_in_the_pack() -> None:
 @pytest.mark.parametrize("core", [[], [ev("c1", "docs/a.md", "a" * 3000, 1)]])
 def test_fill_budget_adds_nothing_to_an_empty_or_full_core(core: list[EvidenceRow]) -> None:
     assert fill_budget(core, [*core, OTHER], 1000, ["timeout"]) == core
+
+
+@pytest.mark.parametrize(("rows", "spans"), [
+    ([ev("k", "m.py", "def f()", 10, 30, "C1_SYMBOL_CATALOG")], [("m.py", 10, 30)]),
+    ([ev("e", "m.py", "cli run → m.main", 40, 60, "C3_ENTRYPOINTS")], [("m.py", 40, 60)]),
+    ([ev("one", "m.py", "X = 1", 5, 5, "C1_SYMBOL_CATALOG")], []),          # a one-line card is its source
+    ([ev("mod", "m.py", "module m", 1, 900, "C1_SYMBOL_CATALOG")], []),     # a whole module: too long
+    ([ev("p", "m.py", "x = 1\ny = 2", 1, 2, "C0_SOURCE_CHUNKS")], []),       # a passage is no card
+    ([ev("d", "a.md", "Page\nSummary", 1, 40, "D1_DOCUMENT_CATALOG")], []),  # nor a document card
+])
+def test_card_spans(rows: list[EvidenceRow], spans: list[tuple[str, int, int]]) -> None:
+    assert card_spans(rows) == spans
+
+
+def fetched(rid: str, layer: str = "C0_SOURCE_CHUNKS") -> dict[str, object]:
+    return {"id": rid, "path": "m.py", "layer": layer, "title": "m.f", "content": "TIMEOUT = 5", "span_start": 12,
+            "span_end": 14, "metadata": {"qname": "m.f"}}
+
+
+def test_source_rows_skips_known_and_non_source_rows() -> None:
+    rows = source_rows([fetched("s1"), fetched("known"), fetched("s1"), fetched("d", "D0_DOC_CHUNKS")],
+                       [ev("known", "m.py", "x", 1)])
+    assert [(r.id, r.layer, r.span_start, r.span_end, r.lanes) for r in rows] == [
+        ("s1", "C0_SOURCE_CHUNKS", 12, 14, {"card_source": 1})]

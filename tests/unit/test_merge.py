@@ -102,3 +102,21 @@ def test_token_cap_keeps_rows_in_fused_order() -> None:
     big = [row(str(i), f"docs/{i}.md", content="x" * 300, distance=0.1 + i / 100) for i in range(6)]
     result = merge_lanes(GatheredLanes(lanes={"semantic": big}), MergeSpec(query="q", token_cap=250))
     assert [r.path for r in result.rows] == ["docs/0.md", "docs/1.md"]
+
+
+def test_the_source_of_a_core_symbol_card_can_fill_the_cap() -> None:
+    # the card names the definition; the constant that answers is in its source chunk, which no lane returned
+    card = row("k", "pkg/cors.py", layer="C1_SYMBOL_CATALOG", content="def allow(origin)", distance=0.2)
+    card["span_start"], card["span_end"] = 10, 30
+    asked: list[list[tuple[str, int, int]]] = []
+
+    def read(spans: list[tuple[str, int, int]]) -> list[dict[str, Any]]:
+        asked.append(list(spans))
+        return [{"id": "src", "path": "pkg/cors.py", "layer": "C0_SOURCE_CHUNKS", "content": "MAX_AGE = 600",
+                 "span_start": 10, "span_end": 30}]
+
+    for plain, expected in ((False, ["k", "src"]), (True, ["k"])):
+        result = merge_lanes(GatheredLanes(lanes={"semantic": [card]}),
+                             MergeSpec(query="q", read_sources=read, plain=plain))
+        assert [r.id for r in result.rows] == expected and result.core == 1
+    assert asked == [[("pkg/cors.py", 10, 30)]]  # the plain baseline reads nothing
