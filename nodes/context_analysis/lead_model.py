@@ -1,11 +1,12 @@
 """The learned lead: which passage opens the answer (issue 29, "answer lines, not card lines").
 
 The same kind of model as the learned ranker (LambdaRank trees exported to JSON, scored in numpy by
-`learned_ranker.Forest`), trained by `python -m evals.train_lead` on the dev splits of the pinned corpora:
-a passage is labelled 1 when it states a key fact of its question. It reads each candidate passage's
-scoring parts (key terms, identifiers, heading, meaning), its kind, its file's rank, and the learned
-ranker's score of its row, plus the hand-set lead score (`base`), which it corrects rather than replaces
-(as the ranker corrects the RRF order). Under `ranker=rrf` rows carry no ranker score, and the rule
+`learned_ranker.Forest`), trained by `python -m evals.train_lead` on the dev splits of the pinned corpora
+(labels: see the trainer). It reads each candidate passage's scoring parts (key terms, identifiers, heading,
+meaning), its kind, its file's rank and its length, plus the hand-set lead score (`base`), which it corrects
+rather than replaces, and its choice replaces the rule's only by the margin the trainer chose. The ranker's
+own row scores are not features: with them, every setting lost on some held-out corpus (issue 29, session
+12). It was trained on evidence the learned ranker ordered: under `ranker=rrf` the rule
 (`analyze.lead_first`) chooses the lead alone.
 """
 
@@ -26,36 +27,25 @@ LEAD_MODEL_PATH = Path(__file__).with_name("lead_model.json")
 """The shipped model, reproduced by `python -m evals.train_lead` from the pinned eval corpora."""
 KINDS = tuple(KIND_FACTOR)
 """The passage kinds the hand-set score weighs apart (any other kind is a synthesized row)."""
-NO_RANKER_SCORE = -5.0
-"""A row the ranker did not score (joined after it: a card's source row): far below every scored row."""
 LEAD_FEATURES: tuple[str, ...] = (
     "terms", "identifiers", "heading", "meaning", "embedded",
     *(f"kind_{k}" for k in KINDS), "kind_synthesized", "short",
     "file_weight", "first_file", "log_chars", "base",
-    "row_ranker_gap", "row_similarity", "row_position",
 )
 
 
 def lead_features(scored: Sequence[Scored], file_rank: Mapping[str, int], base: Sequence[float]) -> np.ndarray:
     """One row of `LEAD_FEATURES` per candidate (pure); `base` is the rule's lead score of each."""
-    learned = [s.candidate.row.scores.get("learned") for s in scored]
-    top = max((v for v in learned if v is not None), default=0.0)
-    position: dict[str, int] = {}
-    for s in sorted(scored, key=lambda s: file_rank.get(s.candidate.row.path, len(file_rank) + 1)):
-        position.setdefault(s.candidate.row.id, len(position))
     out = np.zeros((len(scored), len(LEAD_FEATURES)))
     for i, s in enumerate(scored):
         c, f = s.candidate, s.features
         rank = file_rank.get(c.row.path, len(file_rank) + 1)
-        distance, score = c.row.scores.get("distance"), learned[i]
         out[i] = [
             f.get("terms", 0.0), f.get("identifiers", 0.0), f.get("heading", 0.0), f.get("meaning", 0.0),
             f.get("embedded", 0.0),
             *(1.0 if c.kind == k else 0.0 for k in KINDS), 0.0 if c.kind in KINDS else 1.0,
             1.0 if c.kind in ("prose", "item") and len(c.text.strip()) < SHORT_CHARS else 0.0,
             file_weight(rank), 1.0 if rank == 1 else 0.0, math.log1p(len(c.text)) / 8, base[i],
-            (score - top) if score is not None else NO_RANKER_SCORE,
-            (1.0 - distance) if distance is not None else 0.0, position[c.row.id] / 10,
         ]
     return out
 
