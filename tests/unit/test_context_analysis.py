@@ -19,6 +19,7 @@ from nodes.context_analysis.analyze import (
     LEAD_RANK_DECAY,
     SUPPORT_MAX_RANK,
     best_sentence,
+    choose_passages,
     lead_first,
     question_of,
 )
@@ -536,3 +537,24 @@ def test_only_a_definition_keeps_its_own_score_for_the_lead(text: str, leads: st
     ranks = {"nodes/retrieval_policy/policy.py": 3, "evals/bench/texts.py": 9}
     # module code: 0.28 / (1 + 0.5 × 8) = 0.056 < 0.2 / (1 + 0.5 × 2) = 0.1; a function keeps 0.28
     assert lead_first([code, card], ranks)[0].candidate.row.path.endswith(leads)
+
+
+@pytest.mark.parametrize(
+    ("support_text", "score", "shown"),
+    [
+        ("Параметр max_age по умолчанию `600`.", 0.45, True),  # no new key term, a new value, close enough
+        ("Параметр max_age по умолчанию `600`.", 0.35, False),  # a new value, but far below the lead
+        ("Параметр max_age задаёт кэширование.", 0.9, False),  # close, but nothing the lead lacks
+    ],
+    ids=["close-with-a-value", "too-far", "nothing-new"],
+)
+def test_a_close_support_with_details_the_lead_lacks_is_shown(support_text: str, score: float,
+                                                              shown: bool) -> None:
+    question = "Что делает max_age?"
+    rows = [ev("lead", "docs/a.md", "Параметр max_age задаёт кэширование.", 1),
+            ev("sup", "docs/b.md", support_text, 1)]
+    q = question_of(question, key_terms(question), rows)
+    items = [Scored(candidate=Candidate(row=row, kind="prose", text=row.content, start_line=1, end_line=1),
+                    score=s, terms=[], lexical=s) for row, s in zip(rows, (1.0, score), strict=True)]
+    spans, _ = choose_passages(items, q, {"docs/a.md": 1, "docs/b.md": 2})
+    assert [s.path for s in spans] == (["docs/a.md", "docs/b.md"] if shown else ["docs/a.md"])
