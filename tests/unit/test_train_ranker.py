@@ -147,3 +147,36 @@ def test_a_feature_change_retrains_from_the_cache_and_says_so(tmp_path: Path,
     assert len(load_candidates(path, HEADER)) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("note: ") and f"added: {FEATURES[-1]}" in err and "removed: old_feature" in err
+
+
+def _loco(atlas: float, click: float) -> dict[str, dict[str, float]]:
+    return {"atlas-pm": {"cases": 79, "rrf_mrr": 0.6, "learned_mrr": atlas},
+            "click": {"cases": 55, "rrf_mrr": 0.7, "learned_mrr": click}}
+
+
+@pytest.mark.parametrize(("tables", "expected"), [
+    ([_loco(0.68, 0.72)], _loco(0.68, 0.72)),                                   # one seed: as it is, no spread
+    ([_loco(0.66, 0.72), _loco(0.70, 0.73)],
+     {"atlas-pm": {"cases": 79, "rrf_mrr": 0.6, "learned_mrr": 0.68, "learned_mrr_spread": 0.04},
+      "click": {"cases": 55, "rrf_mrr": 0.7, "learned_mrr": 0.725, "learned_mrr_spread": 0.01}}),
+])
+def test_seed_tables_are_averaged_with_their_spread(tables: list[dict[str, dict[str, float]]],
+                                                    expected: dict[str, dict[str, float]]) -> None:
+    got = train_ranker.mean_tables(tables)
+    assert got.keys() == expected.keys()
+    for corpus, row in expected.items():
+        assert got[corpus] == pytest.approx(row)
+
+
+@pytest.mark.parametrize(("text", "seeds"), [("7", (7,)), ("7,11,23", (7, 11, 23)), ("7,7,11", (7, 11))])
+def test_seeds_are_read_from_a_comma_list(text: str, seeds: tuple[int, ...]) -> None:
+    assert train_ranker.seed_list(text) == seeds
+
+
+@pytest.mark.parametrize("text", ["", "7,,11", "seven"])
+def test_a_bad_seed_list_is_a_usage_error(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("lightgbm")
+    with pytest.raises(SystemExit) as exc:
+        train_ranker.main(["--seeds", text, "--dry-run"])
+    assert exc.value.code == 2
+    assert "seeds are comma-separated integers" in capsys.readouterr().err
