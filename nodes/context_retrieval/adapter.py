@@ -29,6 +29,7 @@ from nodes.context_retrieval.merge import (
     merge_lanes,
     rank_rows,
 )
+from nodes.context_retrieval.pack import index_source_reader
 from nodes.context_retrieval.rank_features import RankQuery
 from nodes.context_retrieval.relax import RelaxStep, can_find, next_step, relax_plan
 from nodes.conversation_understanding import is_generic_term
@@ -214,6 +215,8 @@ class RetrievalAdapter:
             top_k=top_k, token_cap=token_cap,
             lane_weights=self.lane_weights, gate=self.gate, plain=lanes_enabled is not None,
             overview=gathered.overview, ranker=learned,
+            # the pack's spare room takes the source lines of the core's symbol cards (one statement)
+            read_sources=index_source_reader(self.repository, session) if lanes_enabled is None else None,
             rank_query=RankQuery(
                 query, key, find_files=plan.profile == RetrievalProfile.FILE_LOOKUP, code_plan=code_plan is not None,
                 explicit_code=code_plan is not None and code_plan.explicit,

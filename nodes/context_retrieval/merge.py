@@ -193,7 +193,7 @@ def card_sources(core: Sequence[EvidenceRow], ranked: Sequence[EvidenceRow], spe
     """The source chunks of the core's symbol cards that are not candidates already (none without a reader
     or a card)."""
     spans = card_spans(core) if spec.read_sources is not None else []
-    return source_rows(spec.read_sources(spans), ranked) if spec.read_sources is not None and spans else []
+    return source_rows(spec.read_sources(spans), ranked, core) if spec.read_sources is not None and spans else []
 
 
 def merge_lanes(gathered: GatheredLanes, spec: MergeSpec) -> RetrievalResult:

@@ -141,19 +141,32 @@ def card_spans(core: Sequence[EvidenceRow]) -> list[tuple[str, int, int]]:
     return list(dict.fromkeys(spans))
 
 
-def source_rows(fetched: Sequence[Mapping[str, Any]], known: Sequence[EvidenceRow]) -> list[EvidenceRow]:
-    """Fetched source rows as evidence, those not already among `known` (by id), in the order read."""
+def source_rows(fetched: Sequence[Mapping[str, Any]], known: Sequence[EvidenceRow],
+                cards: Sequence[EvidenceRow] = ()) -> list[EvidenceRow]:
+    """Fetched source rows as evidence, those not already among `known` (by id), in the order read.
+
+    A source row stands in its card's place, so it carries the provenance of the first of `cards` (rank
+    order) whose span it overlaps: the card's lanes plus its rank among that card's sources in the
+    `card_source` lane, the card's scores and fused score (SPEC §5: every row says which lanes found it).
+    """
     have = {r.id for r in known}
     out: list[EvidenceRow] = []
+    taken: dict[str, int] = {}
     for f in fetched:
         rid = str(f["id"])
         if rid in have or f.get("layer") != SOURCE_LAYER:
             continue
         have.add(rid)
-        out.append(EvidenceRow(id=rid, path=str(f["path"]), layer=SOURCE_LAYER, title=str(f.get("title") or ""),
-                               content=str(f.get("content") or ""), span_start=int(f.get("span_start") or 1),
-                               span_end=int(f.get("span_end") or 1), metadata=dict(f.get("metadata") or {}),
-                               lanes={"card_source": 1}))
+        path, start, end = str(f["path"]), int(f.get("span_start") or 1), int(f.get("span_end") or 1)
+        card = next((c for c in cards if c.path == path and c.span_start <= end and start <= c.span_end), None)
+        lanes, scores, fused = ({}, {}, 0.0) if card is None else (dict(card.lanes), dict(card.scores),
+                                                                    card.fused_score)
+        key = card.id if card is not None else ""
+        taken[key] = taken.get(key, 0) + 1
+        out.append(EvidenceRow(id=rid, path=path, layer=SOURCE_LAYER, title=str(f.get("title") or ""),
+                               content=str(f.get("content") or ""), span_start=start, span_end=end,
+                               metadata=dict(f.get("metadata") or {}),
+                               lanes={**lanes, "card_source": taken[key]}, scores=scores, fused_score=fused))
     return out
 
 

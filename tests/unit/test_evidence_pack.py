@@ -128,3 +128,13 @@ def test_source_rows_skips_known_and_non_source_rows() -> None:
                        [ev("known", "m.py", "x", 1)])
     assert [(r.id, r.layer, r.span_start, r.span_end, r.lanes) for r in rows] == [
         ("s1", "C0_SOURCE_CHUNKS", 12, 14, {"card_source": 1})]
+
+
+def test_a_source_row_carries_the_provenance_of_the_card_it_stands_for() -> None:
+    card = ev("card", "m.py", "def f()", 10, 30, "C1_SYMBOL_CATALOG").model_copy(
+        update={"lanes": {"code": 2, "semantic": 5}, "scores": {"learned": 1.5}, "fused_score": 0.04})
+    elsewhere = ev("far", "m.py", "def g()", 40, 60, "C1_SYMBOL_CATALOG")
+    rows = source_rows([fetched("s1"), fetched("s2")], [card, elsewhere], [card, elsewhere])
+    assert [(r.lanes, r.scores, r.fused_score) for r in rows] == [
+        ({"code": 2, "semantic": 5, "card_source": 1}, {"learned": 1.5}, 0.04),
+        ({"code": 2, "semantic": 5, "card_source": 2}, {"learned": 1.5}, 0.04)]
