@@ -542,8 +542,8 @@ def test_only_a_definition_keeps_its_own_score_for_the_lead(text: str, leads: st
 @pytest.mark.parametrize(
     ("support_text", "score", "shown"),
     [
-        ("Параметр max_age по умолчанию `600`.", 0.45, True),  # no new key term, a new value, close enough
-        ("Параметр max_age по умолчанию `600`.", 0.35, False),  # a new value, but far below the lead
+        ("Параметр max_age по умолчанию `600`.", 0.65, True),  # no new key term, a new value, close enough
+        ("Параметр max_age по умолчанию `600`.", 0.5, False),  # a new value, but far below the lead
         ("Параметр max_age задаёт кэширование.", 0.9, False),  # close, but nothing the lead lacks
     ],
     ids=["close-with-a-value", "too-far", "nothing-new"],
