@@ -239,20 +239,3 @@ ROW_OVERHEAD_TOKENS = 8
 def row_tokens(row: EvidenceRow) -> int:
     """What one evidence row costs of the token cap: its content, its path and the overhead."""
     return estimate_tokens(row.content) + estimate_tokens(row.path) + ROW_OVERHEAD_TOKENS
-
-
-def apply_token_cap(rows: Sequence[EvidenceRow], cap: int) -> list[EvidenceRow]:
-    """Keep rows in fused order while their content fits `cap` tokens; the first row is always kept
-    (cut to fit)."""
-    kept: list[EvidenceRow] = []
-    used = 0
-    for row in rows:
-        cost = row_tokens(row)
-        if used + cost > cap:
-            if not kept:
-                room = max(0, int((cap - 8) * CHARS_PER_TOKEN) - len(row.path))
-                kept.append(row.model_copy(update={"content": row.content[:room]}))
-            continue
-        kept.append(row)
-        used += cost
-    return kept

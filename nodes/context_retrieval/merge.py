@@ -13,12 +13,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodes.context_retrieval.fusion import DEFAULT_LANE_WEIGHTS, SAME_FILE_DECAY, diversify, fuse
-from nodes.context_retrieval.gate import GateDecision, GateThresholds, apply_token_cap, relevance_gate
+from nodes.context_retrieval.gate import GateDecision, GateThresholds, relevance_gate
 from nodes.context_retrieval.learned_ranker import LearnedRanker
-from nodes.context_retrieval.pack import SourceReader, card_spans, fill_budget, source_rows
+from nodes.context_retrieval.pack import (
+    SourceReader,
+    apply_token_cap,
+    card_spans,
+    fill_budget,
+    source_rows,
+    symbol_cards,
+)
 from nodes.context_retrieval.rank_features import RankQuery
 from nodes.evidence import EvidenceRow
 from nodes.retrieval_policy import CodePlan
+from stores.errors import LaneBudgetExceeded
 
 Lanes = Mapping[str, Sequence[Mapping[str, Any]]]
 """Lane name → raw rows in that lane's rank order."""
@@ -191,9 +199,15 @@ def spread_files(rows: Sequence[EvidenceRow], decay: float = SAME_FILE_DECAY) ->
 
 def card_sources(core: Sequence[EvidenceRow], ranked: Sequence[EvidenceRow], spec: MergeSpec) -> list[EvidenceRow]:
     """The source chunks of the core's symbol cards that are not candidates already (none without a reader
-    or a card)."""
-    spans = card_spans(core) if spec.read_sources is not None else []
-    return source_rows(spec.read_sources(spans), ranked, core) if spec.read_sources is not None and spans else []
+    or a card, and none when the database cancels the read: like a slow lane, it only costs the fill)."""
+    cards = symbol_cards(core) if spec.read_sources is not None else []
+    if spec.read_sources is None or not cards:
+        return []
+    try:
+        fetched = spec.read_sources(card_spans(cards))
+    except LaneBudgetExceeded:
+        return []
+    return source_rows(fetched, ranked, cards)
 
 
 def merge_lanes(gathered: GatheredLanes, spec: MergeSpec) -> RetrievalResult:

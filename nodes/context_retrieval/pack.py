@@ -1,7 +1,7 @@
 """The evidence pack (pure): the rows handed to context_analysis, filled up to the token cap.
 
 The core is what analysis always read: the first `max(top_k, plan_limit)` ranked rows that fit the cap
-(`gate.apply_token_cap`). Twelve rows left a quarter to a half of the 4096-token cap unused (pack p50
+(`apply_token_cap`). Twelve rows left a quarter to a half of the 4096-token cap unused (pack p50
 1.7k–3.2k tokens on the five dev corpora) while the passage stating a key fact was often a further row of a
 file already in the core: the learned order spreads a file's rows over the ranking, so its third or
 fourth passage lands at rank 60. The fill spends the room left:
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from nodes.context_retrieval.gate import row_tokens
+from nodes.context_retrieval.gate import CHARS_PER_TOKEN, ROW_OVERHEAD_TOKENS, estimate_tokens, row_tokens
 from nodes.evidence import EvidenceRow
 from nodes.terms import STEM_CHARS, WORD, stem
 
@@ -127,18 +127,42 @@ def trim_to_window(row: EvidenceRow, stems: set[str], max_chars: int) -> Evidenc
                                   "span_start": row.span_start + first, "span_end": row.span_start + last - 1})
 
 
+def apply_token_cap(rows: Sequence[EvidenceRow], cap: int) -> list[EvidenceRow]:
+    """Keep rows in fused order while they fit `cap` tokens (`row_tokens`); a row that does not fit is
+    skipped and a smaller one after it may fit. The first row is always kept: when it alone is over the cap
+    it is cut to its opening lines that fit, its span narrowed to them (`trim_to_window`), and what it costs
+    counts against the cap."""
+    kept: list[EvidenceRow] = []
+    used = 0
+    for row in rows:
+        cost = row_tokens(row)
+        if used + cost > cap and not kept:
+            room = max(0, (cap - ROW_OVERHEAD_TOKENS - estimate_tokens(row.path)) * int(CHARS_PER_TOKEN))
+            row = trim_to_window(row, set(), room)
+            cost = row_tokens(row)
+        if used + cost > cap and kept:
+            continue
+        kept.append(row)
+        used += cost
+    return kept
+
+
 def index_source_reader(repository: RagRepository, session: RagSession) -> SourceReader:
     """The `SourceReader` of a session: one statement over the spans, source chunks only."""
     return lambda spans: repository.retrieve_overlapping(session, spans, layers=[SOURCE_LAYER],
                                                          limit=MAX_SOURCE_ROWS)
 
 
+def symbol_cards(core: Sequence[EvidenceRow]) -> list[EvidenceRow]:
+    """The core's symbol and entrypoint cards that stand for more than one line and at most MAX_CARD_LINES,
+    in rank order: the cards whose source the fill may read."""
+    return [r for r in core
+            if r.layer[:2] in SYMBOL_CARD_LAYERS and 0 < r.span_end - r.span_start < MAX_CARD_LINES]
+
+
 def card_spans(core: Sequence[EvidenceRow]) -> list[tuple[str, int, int]]:
-    """The spans of the core's symbol and entrypoint cards that stand for more than one line and at most
-    MAX_CARD_LINES (each once, in rank order)."""
-    spans = [(r.path, r.span_start, r.span_end) for r in core
-             if r.layer[:2] in SYMBOL_CARD_LAYERS and 0 < r.span_end - r.span_start < MAX_CARD_LINES]
-    return list(dict.fromkeys(spans))
+    """The spans of `symbol_cards(core)`, each once, in rank order."""
+    return list(dict.fromkeys((r.path, r.span_start, r.span_end) for r in symbol_cards(core)))
 
 
 def source_rows(fetched: Sequence[Mapping[str, Any]], known: Sequence[EvidenceRow],

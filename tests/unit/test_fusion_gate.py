@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from nodes.context_retrieval.fusion import distinct_files, diversify, fuse
-from nodes.context_retrieval.gate import apply_token_cap, relevance_gate, term_coverage
+from nodes.context_retrieval.gate import relevance_gate, row_tokens, term_coverage
+from nodes.context_retrieval.pack import apply_token_cap
 from nodes.evidence import EvidenceRow
 from nodes.terms import key_terms
 
@@ -186,3 +187,13 @@ def test_fixtures_and_generated_code_are_demoted_like_tests() -> None:
     assert is_test_path("src/app/fixtures/users.json") and is_test_path("api/service_pb2.py")
     assert is_test_path("client/generated/models.py")
     assert not is_test_path("docs/logic/retrieval_policy.md") and not is_test_path("src/fixture_loader.py")
+
+
+def test_a_first_row_cut_to_the_cap_counts_against_it_and_cites_only_the_lines_it_keeps() -> None:
+    lines = [f"line {i} " + "w" * 40 for i in range(200)]
+    big = ev("big.md", "\n".join(lines)).model_copy(update={"span_start": 11, "span_end": 210})
+    kept = apply_token_cap([big, ev("b.md", "y" * 600), ev("c.md", "z" * 30)], cap=400)
+    assert sum(row_tokens(r) for r in kept) <= 400
+    first = kept[0]
+    assert first.content == "\n".join(lines[: first.span_end - 10]) and first.span_start == 11
+    assert first.span_end < 210

@@ -8,6 +8,7 @@ import pytest
 
 from nodes.context_retrieval.merge import GatheredLanes, MergeSpec, merge_lanes, rank_rows
 from nodes.retrieval_policy import CodePlan
+from stores.errors import LaneBudgetExceeded
 
 
 def row(rid: str, path: str, layer: str = "D0_DOC_CHUNKS", content: str = "", **scores: float) -> dict[str, Any]:
@@ -120,3 +121,30 @@ def test_the_source_of_a_core_symbol_card_can_fill_the_cap() -> None:
                              MergeSpec(query="q", read_sources=read, plain=plain))
         assert [r.id for r in result.rows] == expected and result.core == 1
     assert asked == [[("pkg/cors.py", 10, 30)]]  # the plain baseline reads nothing
+
+
+def test_a_source_read_the_database_cancels_only_costs_the_fill() -> None:
+    card = row("k", "pkg/cors.py", layer="C1_SYMBOL_CATALOG", content="def allow(origin)", distance=0.2)
+    card["span_start"], card["span_end"] = 10, 30
+
+    def cancelled(spans: list[tuple[str, int, int]]) -> list[dict[str, Any]]:
+        raise LaneBudgetExceeded("statement timeout")
+
+    result = merge_lanes(GatheredLanes(lanes={"semantic": [card]}), MergeSpec(query="q", read_sources=cancelled))
+    assert [r.id for r in result.rows] == ["k"]
+
+
+def test_a_source_row_takes_the_provenance_of_its_symbol_card_not_of_a_module_card() -> None:
+    module = row("mod", "pkg/cors.py", layer="C1_SYMBOL_CATALOG", content="module pkg.cors", distance=0.1)
+    module["span_start"], module["span_end"] = 1, 900  # a whole module: not read, and not the source's card
+    card = row("k", "pkg/cors.py", layer="C1_SYMBOL_CATALOG", content="def allow(origin)", distance=0.2)
+    card["span_start"], card["span_end"] = 10, 30
+
+    def read(spans: list[tuple[str, int, int]]) -> list[dict[str, Any]]:
+        return [{"id": "src", "path": "pkg/cors.py", "layer": "C0_SOURCE_CHUNKS", "content": "MAX_AGE = 600",
+                 "span_start": 10, "span_end": 30}]
+
+    result = merge_lanes(GatheredLanes(lanes={"semantic": [module, card]}), MergeSpec(query="q", read_sources=read))
+    by_id = {r.id: r for r in result.rows}
+    assert by_id["src"].lanes == {**by_id["k"].lanes, "card_source": 1}
+    assert by_id["src"].fused_score == by_id["k"].fused_score > 0
