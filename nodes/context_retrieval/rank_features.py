@@ -119,7 +119,9 @@ def candidate_features(rows: Sequence[EvidenceRow], query: RankQuery,
     best_lexical = float(lexical.max()) or 1.0
     fused = np.array([r.fused_score for r in rows])
     best_fused = float(fused.max()) or 1.0
-    words = {t for t in _WORD.findall(text.lower()) if len(t) > 2}
+    # sorted: the IDF sums below then add in one order whatever PYTHONHASHSEED is (a set's order made the
+    # retrained model's thresholds differ in the last bit from run to run)
+    words = sorted({t for t in _WORD.findall(text.lower()) if len(t) > 2})
     terms = [t.lower() for t in query.key_terms]
     # each row's text is lower-cased and split once: this loop is most of the ranker's cost
     low_titles = [r.title.lower() for r in rows]
