@@ -31,6 +31,7 @@ from nodes.answer_composition.links import citation_href, link_citations
 from nodes.answer_composition.llm import llm_answer_wanted
 from nodes.context_analysis import Analysis, Embed, analyze, analyze_with_llm
 from nodes.context_analysis.card_sources import ReadSources, read_card_sources
+from nodes.context_analysis.llm import reading_pool
 from nodes.conversation_understanding import StandaloneRequest, rewrite_with_llm, standalone_request
 from nodes.conversation_understanding.messages import content_text, unlink_citations
 from nodes.evidence import EvidenceRow
@@ -285,6 +286,9 @@ def context_analysis(deps: GraphDeps) -> Node:
         evidence = [*(state.get("evidence") or []), *added]
         budget, model = _budget(deps, state, runtime), deps.chat_model
         if model is not None and analysis.passages:
+            # the model reads the pack within the cap, not only the rules' passages (`reading_pool`)
+            analysis = analysis.model_copy(update={"passages": reading_pool(analysis.passages, evidence,
+                                                                            runtime.context.token_cap)})
             request, route, rules = state["request"], state.get("route_result"), analysis
             chosen, budget = await _ask_llm(
                 budget, "context_analysis", runtime.context.llm_timeout_s,

@@ -164,6 +164,9 @@ async def test_streams_llm_answer_tokens_and_keeps_only_verified_citations(
     assert answer_req["stream"] is True and "<documents>" in answer_req["messages"][-1]["content"]
     assert any(p == "docs/cors.md" and s <= cite["start_line"] and cite["end_line"] <= e
                for p, s, e in documents(answer_req)), "the kept citation lies inside a document sent"
+    # the model reads the whole evidence pack within the cap, not only the passages the rules picked
+    evidence_files = {row.path for row in final["evidence"]}
+    assert len(evidence_files) > 1 and evidence_files <= {p for p, _, _ in documents(answer_req)}
     assert_no_secrets(server, logs, final, events)
 
 

@@ -12,7 +12,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatResult
 
 from nodes.context_analysis import ANALYSIS_PROMPT, Analysis, analyze, analyze_with_llm, build_analysis_messages
-from nodes.context_analysis.llm import apply_choice
+from nodes.context_analysis.llm import apply_choice, reading_pool
+from nodes.context_analysis.models import Span
 from nodes.llm_budget import LLMUnavailable, OfflineCause
 from nodes.terms import key_terms
 from tests.unit.test_context_analysis import CORS_ROW, FILE_ROW, ev
@@ -135,3 +136,41 @@ async def test_an_outage_is_raised_when_asked(model: GenericFakeChatModel, cause
 async def test_an_unusable_choice_is_not_an_outage() -> None:
     model = replies("Я думаю, второй.")
     assert await analyze_with_llm(model, QUESTION, base(), ROWS, None, 5.0, raise_unavailable=True) is None
+
+
+def passage(rid: str, path: str, start: int, end: int, text: str = "quoted") -> Span:
+    return Span(path=path, start_line=start, end_line=end, text=text, row_id=rid)
+
+
+@pytest.mark.parametrize(
+    ("rows", "cap", "expected"),
+    [
+        # a row the rules quoted from, or one whose lines a passage covers, is not shown twice
+        ([ev("a", "docs/a.md", "quoted", 10), ev("b", "docs/a.md", "over", 11), ev("c", "docs/c.md", "fact", 1)],
+         4096, ["a", "c"]),
+        # the same file elsewhere is a new passage; pack order is kept
+        ([ev("d", "docs/a.md", "later", 40), ev("c", "docs/c.md", "fact", 1)], 4096, ["a", "d", "c"]),
+        # a row that does not fit the cap is skipped, a smaller one after it still fits
+        ([ev("big", "docs/b.md", "x" * 3000, 1), ev("c", "docs/c.md", "fact", 1)], 60, ["a", "c"]),
+        # the rules' passages are kept even over the cap; empty rows never
+        ([ev("e", "docs/e.md", "  ", 1)], 1, ["a"]),
+    ],
+    ids=["covered", "pack-order", "skip-too-big", "passages-kept"],
+)
+def test_the_model_reads_the_rules_passages_then_the_rest_of_the_pack_within_the_cap(
+        rows: list[Any], cap: int, expected: list[str]) -> None:
+    pool = reading_pool([passage("a", "docs/a.md", 10, 12)], rows, cap)
+    assert [p.row_id for p in pool] == expected
+    added = {p.row_id: p for p in pool[1:]}
+    for row in rows:
+        if row.id in added:  # a row is shown whole, cited by its own lines
+            assert (added[row.id].text, added[row.id].start_line, added[row.id].end_line) == (
+                row.content, row.span_start, row.span_end)
+
+
+def test_a_fact_only_the_pack_holds_reaches_the_model() -> None:
+    analysis = base()
+    extra = ev("late", "docs/late.md", "The retry limit is `RETRIES = 7`.", 5)
+    pooled = analysis.model_copy(update={"passages": reading_pool(analysis.passages, [*ROWS, extra], 4096)})
+    sent = build_analysis_messages(QUESTION, pooled)[-1].content
+    assert "RETRIES = 7" in sent and 'path="docs/late.md" lines="5-5"' in sent
