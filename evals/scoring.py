@@ -18,6 +18,10 @@ from evals.metrics import (
     recall_at_k,
     reciprocal_rank,
 )
+from graph.context import Context
+from nodes.context_analysis.llm import reading_pool
+from nodes.context_analysis.models import Analysis
+from nodes.evidence import EvidenceRow
 
 OUTPUT_FIELDS = ("answer", "citations", "citations_removed", "route", "abstained", "evidence", "retrieval",
                  "timings_ms", "analysis", "answer_mode", "offline_reason")
@@ -97,6 +101,27 @@ def _citations_removed(mode: str, removed: int | None, kept: int) -> float | Non
     return None
 
 
+def handed_over(state: dict[str, Any], evidence: list[Any]) -> list[Any]:
+    """The rows context_retrieval handed to context_analysis (the pack within the token cap): the first
+    `len(retrieval.provenance)` of the state's evidence. The rows analysis read from the index for itself
+    (a chosen card's sections) come after them and are not what the cap bounds (SPEC §7)."""
+    provenance = (plain(state.get("retrieval") or {}) or {}).get("provenance")
+    return evidence if provenance is None else evidence[: len(provenance)]
+
+
+DEFAULT_TOKEN_CAP: int = Context.model_fields["token_cap"].default
+
+
+def reader_texts(state: dict[str, Any], token_cap: int = DEFAULT_TOKEN_CAP) -> list[str] | None:
+    """What GigaChat reads in the graph's context_analysis and answer_composition (`reading_pool`: the
+    analysis's passages, then the rest of the pack within the cap), or None when the state does not carry
+    the analysis and evidence objects (LangSmith outputs)."""
+    analysis, evidence = state.get("analysis"), state.get("evidence") or []
+    if not isinstance(analysis, Analysis) or not all(isinstance(r, EvidenceRow) for r in evidence):
+        return None
+    return [span.text for span in reading_pool(analysis.passages, evidence, token_cap)]
+
+
 def score_case(case: dict[str, Any], state: dict[str, Any], *, llm: bool = False) -> dict[str, Any]:
     """Per-case metrics and diagnostics; answer metrics of unanswerable cases are None.
 
@@ -117,7 +142,7 @@ def score_case(case: dict[str, Any], state: dict[str, Any], *, llm: bool = False
     retrieval = plain(state.get("retrieval") or {})
     labels = composer_labels(state.get("analysis"))
     # LangSmith outputs carry the rows' locations only (`evidence_reduced`): the ceiling is n/a there.
-    texts = None if state.get("evidence_reduced") else [e.get("content") or "" for e in evidence]
+    texts = None if state.get("evidence_reduced") else [e.get("content") or "" for e in handed_over(state, evidence)]
     mode, reason = answer_mode(state, llm=llm)
     removed = _citations_removed(mode, _removed_count(state), len(citations))
 
@@ -146,6 +171,7 @@ def score_case(case: dict[str, Any], state: dict[str, Any], *, llm: bool = False
         "code_gold": answerable and bool(code_gold(gold)),
         "code_gold_recall_at_5": ans(code_gold_recall_at_k(retrieved, gold, 5)),
         "evidence_key_fact_recall": ans(evidence_key_fact_recall(facts, texts)),
+        "reader_key_fact_recall": ans(evidence_key_fact_recall(facts, reader_texts(state))),
         "key_fact_coverage": ans(key_fact_coverage(facts, answer, abstained=abstained, known_paths=known,
                                                    find_files=route == "DOC_EXPLAIN/FIND_FILES", labels=labels)),
         # Over all answerable cases an abstention scores 0; the `_answered` twins leave abstentions out.

@@ -15,11 +15,12 @@ import evals.runner
 from evals.answer_text import blocks, own_text, passages
 from evals.cli import add_arguments, jobs_of
 from evals.report import format_table
-from evals.scoring import score_case
+from evals.scoring import reader_texts, score_case
 from evals.suites import SUITES, assemble_corpus, select
 from evals.summary import METRICS, aggregate, macro
 from nodes.answer_composition import Answer, compose_extractive
 from nodes.context_analysis import Analysis, FileEvidence, Span
+from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult
 from stores.errors import LotsmanError
 
@@ -292,3 +293,31 @@ def test_stage_models_in_the_state_score_like_dicts() -> None:
                 if k == "evidence" else v for k, v in as_models.items()}
     c = case("m", ["pkg/mod.py"], ["make_id"])
     assert score_case(c, as_models) == score_case(c, as_dicts)
+
+
+def test_what_gigachat_reads_is_the_analysis_passages_then_the_pack_within_the_cap() -> None:
+    quoted = span("docs/a.md", "alpha")
+    rows = [EvidenceRow(id="docs/a.md", path="docs/a.md", layer="D0_DOC_CHUNKS", content="alpha", span_start=1,
+                        span_end=1),
+            EvidenceRow(id="r2", path="docs/b.md", layer="D0_DOC_CHUNKS", content="zeta is 7", span_start=3,
+                        span_end=3),
+            EvidenceRow(id="r3", path="docs/c.md", layer="D0_DOC_CHUNKS", content="eta " * 900, span_start=1,
+                        span_end=1)]
+    got = {"analysis": Analysis(spans=[quoted], passages=[quoted]), "evidence": rows}
+    assert reader_texts(got) == ["alpha", "zeta is 7", "eta " * 900]
+    assert reader_texts(got, token_cap=100) == ["alpha", "zeta is 7"]  # the long row does not fit
+    facts_case = case("r", ["docs/b.md"], ["zeta is 7"])
+    scored = score_case(facts_case, {**state([quoted], ["docs/a.md"]), **got})
+    assert scored["reader_key_fact_recall"] == 1.0
+    # LangSmith outputs carry neither the analysis object nor the rows' text: n/a, not 0
+    assert reader_texts({"analysis": {"passages": []}, "evidence": [{"path": "docs/b.md"}]}) is None
+
+
+def test_evidence_recall_counts_only_the_rows_retrieval_handed_over() -> None:
+    quoted = span("docs/a.md", "alpha")
+    got = state([quoted], ["docs/a.md", "docs/b.md"])
+    got["evidence"][1]["content"] = "zeta is 7"  # a section analysis read from the index for itself
+    got["retrieval"] = {**got["retrieval"], "provenance": [{"path": "docs/a.md"}]}
+    assert score_case(case("h", ["docs/b.md"], ["zeta is 7"]), got)["evidence_key_fact_recall"] == 0.0
+    got["retrieval"]["provenance"].append({"path": "docs/b.md"})
+    assert score_case(case("h", ["docs/b.md"], ["zeta is 7"]), got)["evidence_key_fact_recall"] == 1.0
