@@ -114,9 +114,9 @@ DEFAULT_TOKEN_CAP: int = Context.model_fields["token_cap"].default
 
 def reader_texts(state: dict[str, Any], token_cap: int = DEFAULT_TOKEN_CAP) -> list[str] | None:
     """What GigaChat reads in the graph's context_analysis and answer_composition (`reading_pool`: the
-    analysis's passages, then the rest of the pack within the cap), or None when the state does not carry
-    the analysis and evidence objects (LangSmith outputs)."""
-    analysis, evidence = state.get("analysis"), state.get("evidence") or []
+    analysis's passages, then the pack's rows they do not already hold), or None when the state does not
+    carry the analysis and evidence objects (LangSmith outputs)."""
+    analysis, evidence = state.get("analysis"), handed_over(state, state.get("evidence") or [])
     if not isinstance(analysis, Analysis) or not all(isinstance(r, EvidenceRow) for r in evidence):
         return None
     return [span.text for span in reading_pool(analysis.passages, evidence, token_cap)]

@@ -287,7 +287,8 @@ def context_analysis(deps: GraphDeps) -> Node:
         budget, model = _budget(deps, state, runtime), deps.chat_model
         if model is not None and analysis.passages:
             # the model reads the pack within the cap, not only the rules' passages (`reading_pool`)
-            analysis = analysis.model_copy(update={"passages": reading_pool(analysis.passages, evidence,
+            pack = state.get("evidence") or []  # what retrieval handed over, within the cap
+            analysis = analysis.model_copy(update={"passages": reading_pool(analysis.passages, pack,
                                                                             runtime.context.token_cap)})
             request, route, rules = state["request"], state.get("route_result"), analysis
             chosen, budget = await _ask_llm(

@@ -145,9 +145,10 @@ def passage(rid: str, path: str, start: int, end: int, text: str = "quoted") -> 
 @pytest.mark.parametrize(
     ("rows", "cap", "expected"),
     [
-        # a row the rules quoted from, or one whose lines a passage covers, is not shown twice
-        ([ev("a", "docs/a.md", "quoted", 10), ev("b", "docs/a.md", "over", 11), ev("c", "docs/c.md", "fact", 1)],
-         4096, ["a", "c"]),
+        # a row whose text a passage holds is not shown twice; a row a passage quotes only some lines of is
+        ([ev("a", "docs/a.md", "quoted", 10), ev("b", "docs/a.md", "over", 11), ev("c", "docs/c.md", "fact", 1),
+          ev("q", "docs/c.md", "quoted", 1)],
+         4096, ["a", "b", "c", "q"]),
         # the same file elsewhere is a new passage; pack order is kept
         ([ev("d", "docs/a.md", "later", 40), ev("c", "docs/c.md", "fact", 1)], 4096, ["a", "d", "c"]),
         # a row that does not fit the cap is skipped, a smaller one after it still fits
@@ -174,3 +175,9 @@ def test_a_fact_only_the_pack_holds_reaches_the_model() -> None:
     pooled = analysis.model_copy(update={"passages": reading_pool(analysis.passages, [*ROWS, extra], 4096)})
     sent = build_analysis_messages(QUESTION, pooled)[-1].content
     assert "RETRIES = 7" in sent and 'path="docs/late.md" lines="5-5"' in sent
+
+
+def test_the_cap_bounds_the_packs_rows_not_the_passages_quoted_on_top_of_them() -> None:
+    long_quote = passage("a", "docs/a.md", 10, 60, "quoted line\n" * 300)
+    pool = reading_pool([long_quote], [ev("c", "docs/c.md", "fact", 1)], 60)
+    assert [p.row_id for p in pool] == ["a", "c"]
