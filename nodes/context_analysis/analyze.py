@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from nodes.context_analysis.card_sources import ReadSources, cards, is_module_card, opens_with_docstring
 from nodes.context_analysis.conflicts import find_conflicts
-from nodes.context_analysis.lead_model import has_ranker_scores, learned_lead, load_lead_model
 from nodes.context_analysis.models import Analysis, FileEvidence, Span
 from nodes.context_analysis.outline import asks_for_summary, named_file, outline_first
 from nodes.context_analysis.passages import (
@@ -34,7 +33,6 @@ from nodes.context_analysis.scoring import (
 )
 from nodes.context_analysis.spans import cut_words, lead_span, row_text
 from nodes.context_analysis.text import detect_language, idf_weights, stems_of, strip_markup, term_stems
-from nodes.context_retrieval.learned_ranker import LearnedRanker
 from nodes.conversation_understanding import is_generic_term
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult
@@ -59,9 +57,6 @@ LEAD_RANK_DECAY = 0.5
 scores alone led with a lower-ranked file more often than retrieval's best file was right (dev, five corpora:
 lead citation in gold 0.497 → 0.521, key-fact coverage 0.319 → 0.323; 1.0 and 3.0 gave no more lead).
 Definitions (C0 `source` passages) keep their own score: with them exempt, lead citation 0.530 → 0.536."""
-CANDIDATE_SINK: Callable[[str, list[Scored], dict[str, int]], None] | None = None
-"""Receives every analysis's scored passages (the question, the passages, the file ranks): set only by the
-lead model's trainer (`evals/train_lead.py`) to collect its training data; None in every other run."""
 MAX_PASSAGES = 6
 """Passages handed to the LLM (and to its analysis): the lead, the support, then the next best."""
 LEAD_MIN_CHARS = 240
@@ -189,17 +184,12 @@ def rule_lead_scores(scored: Sequence[Scored], file_rank: dict[str, int]) -> lis
     return [lead_score(item) for item in scored]
 
 
-def lead_first(scored: Sequence[Scored], file_rank: dict[str, int], model: LearnedRanker | None = None
-               ) -> list[Scored]:
-    """`scored` with the lead moved to the front: the learned lead (`lead_model`) when there is a model and
-    the learned ranker scored the rows, else the best `rule_lead_scores` (the earliest on a tie)."""
+def lead_first(scored: Sequence[Scored], file_rank: dict[str, int]) -> list[Scored]:
+    """`scored` with the lead moved to the front: the best `rule_lead_scores` (the earliest on a tie)."""
     if not scored:
         return []
     base = rule_lead_scores(scored, file_rank)
-    if model is not None and has_ranker_scores(scored):
-        best = learned_lead(model, scored, file_rank, base)
-    else:
-        best = max(range(len(scored)), key=lambda i: (base[i], -i))
+    best = max(range(len(scored)), key=lambda i: (base[i], -i))
     return [scored[best], *scored[:best], *scored[best + 1 :]]
 
 
@@ -458,10 +448,7 @@ def _scored_passages(rows: Sequence[EvidenceRow], file_rank: dict[str, int], q: 
     by_terms = relevant and not any("exact" in row.lanes for row in rows)
     if by_terms and not any(_topical(c.text, q) for c in candidates):
         candidates = [c for row in rows for c in row_candidates(row, q.wanted, runs_at_use=True)]
-    scored = score_candidates(candidates, file_rank, q, embed)
-    if CANDIDATE_SINK is not None:
-        CANDIDATE_SINK(q.text, scored, file_rank)
-    return scored
+    return score_candidates(candidates, file_rank, q, embed)
 
 
 def question_of(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow]) -> Question:
@@ -514,7 +501,7 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
     for row in rows:
         file_rank.setdefault(row.path, len(file_rank) + 1)
     scored = _scored_passages(rows, file_rank, q, embed, relevant=relevant and not (overview or cross_lingual))
-    spans, pool = choose_passages(lead_first(scored, file_rank, load_lead_model()), q, file_rank)
+    spans, pool = choose_passages(lead_first(scored, file_rank), q, file_rank)
     best_items = _best_per_file(scored)
     source_rows, upgrades = _upgrades(sources, _cards_to_read(rows, pool, best_items), file_rank, q)
     spans, pool = _quote_sources(spans, pool, upgrades, q)

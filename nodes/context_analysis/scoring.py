@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from nodes.context_analysis.passages import Candidate, fold_identifier
 from nodes.context_analysis.text import hits, stems_of
@@ -142,9 +142,6 @@ class Scored:
     terms: list[str]
     lexical: float
     """The score without meaning (used to choose which candidates are embedded)."""
-    features: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
-    """The parts of the score (`terms`, `identifiers`, `heading`, `meaning`, `embedded`): what the learned
-    lead (`lead_model`) reads."""
 
 
 def _kind_factor(c: Candidate) -> float:
@@ -195,7 +192,6 @@ def score_candidates(candidates: Sequence[Candidate], file_rank: dict[str, int],
     for i, (c, features, weight, found, lexical) in enumerate(parts):
         features = {**features, "meaning": meaning.get(i, 0.0)}
         score = weight * sum(weights[k] * v for k, v in features.items())
-        out.append(Scored(candidate=c, score=round(score, 4), terms=found, lexical=lexical,
-                          features={**features, "embedded": 1.0 if i in meaning else 0.0}))
+        out.append(Scored(candidate=c, score=round(score, 4), terms=found, lexical=lexical))
     out.sort(key=lambda s: (-s.score, file_rank.get(s.candidate.row.path, 0), s.candidate.start_line))
     return out
