@@ -242,6 +242,12 @@ def _last_code(lines: list[Line], lo: int, hi: int) -> int:
     return hi
 
 
+MAX_SIGNATURE_LINES = 60
+"""Lines read to the end of a signature (`compact_signature` then drops the parameters nobody asked about).
+Cut at ten, an eleven-line signature (click's `edit()`, `Option.__init__`) never reached its closing line,
+so it could not be compacted and showed every parameter instead of the lines that answer."""
+
+
 def _header(lines: list[Line], lo: int, hi: int) -> list[int]:
     """Decorators, the (possibly multi-line) `def`/`class` line, and the first docstring lines."""
     out: list[int] = []
@@ -253,8 +259,10 @@ def _header(lines: list[Line], lo: int, hi: int) -> list[int]:
         k += 1
     if k > hi or not DEFINITION.match(lines[k].text):
         return out
-    while k <= hi and len(out) < 10:
+    signature = 0
+    while k <= hi and signature < MAX_SIGNATURE_LINES:
         out.append(k)
+        signature += 1
         if lines[k].text.rstrip().endswith(":"):
             break
         k += 1

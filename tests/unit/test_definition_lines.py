@@ -87,3 +87,14 @@ def test_short_signature_is_kept_whole() -> None:
     lines = ["def f(", "    a: int = 1, b: int = 2,", ") -> int:", *[f"    x{i} = a + b + {i}" for i in range(14)]]
     (candidate,) = code_candidates(_row(lines), {"nothing"})
     assert candidate.text.split("\n")[:3] == lines[:3]
+
+
+def test_a_signature_of_more_than_ten_lines_is_compacted_too() -> None:
+    # cut at ten header lines, the closing `) -> None:` was never reached and every parameter was shown
+    lines = ["def f(", *[f"    p{i}: int = {i}," for i in range(9)], "    timeout: float = 5.0,", ") -> None:",
+             '    """Doc."""', *[f"    s{i} = g({i})" for i in range(30)], "    timeout = DEFAULT_TIMEOUT"]
+    row = EvidenceRow(id="r", path="m.py", layer="C0_SOURCE_CHUNKS", content="\n".join(lines),
+                      span_start=1, span_end=len(lines))
+    text = code_candidates(row, {"timeo"})[0].text
+    assert "p0: int = 0," not in text
+    assert "timeout = DEFAULT_TIMEOUT" in text
