@@ -28,7 +28,7 @@ class Context(BaseModel):
     PATH --ref REF`, among the sessions of `rag_session_id`'s repository when that session records one
     (`stores.sessions.run_session`). None: `rag_session_id` itself."""
     top_k: int = Field(default=12, strict=True, ge=1, le=200)
-    """Rows of the evidence pack's core, kept after fusion within the token cap; the pack then fills the cap's
+    """Evidence rows of the pack's core, kept after fusion within the token cap; the pack then fills the cap's
     remaining room with further candidates (`nodes/context_retrieval/pack.py`)."""
     token_cap: int = Field(default=4096, strict=True, ge=1, le=MAX_TOKEN_CAP)
     """Token budget of the evidence pack handed to analysis (seed 004); with GigaChat, the model reads that
