@@ -17,7 +17,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from nodes.context_analysis.models import Analysis, Span
 from nodes.context_analysis.text import fence_content
-from nodes.context_retrieval.gate import ROW_OVERHEAD_TOKENS, estimate_tokens
+from nodes.context_retrieval.gate import row_tokens
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.llm import parse_candidate
 from nodes.intent_routing.models import RouteResult
@@ -58,11 +58,6 @@ CHOOSE_PASSAGES = {
 MAX_CONFLICT_CHARS = 200
 
 
-def span_tokens(span: Span) -> int:
-    """What one passage costs of the token cap (the same estimate as an evidence row's)."""
-    return estimate_tokens(span.text) + estimate_tokens(span.path) + ROW_OVERHEAD_TOKENS
-
-
 def row_span(row: EvidenceRow) -> Span:
     """An evidence row as a passage the model reads: its whole content and line span."""
     return Span(path=row.path, start_line=row.span_start, end_line=row.span_end, text=row.content,
@@ -87,11 +82,10 @@ def reading_pool(passages: Sequence[Span], rows: Sequence[EvidenceRow], token_ca
         text = row.content.strip()
         if row.id in taken or not text or any(p.path == row.path and text in p.text for p in pool):
             continue
-        span = row_span(row)
-        cost = span_tokens(span)
+        cost = row_tokens(row)
         if used + cost > token_cap:
             continue
-        pool.append(span)
+        pool.append(row_span(row))
         taken.add(row.id)
         used += cost
     return pool

@@ -219,7 +219,7 @@ def fill_budget(core: Sequence[EvidenceRow], candidates: Sequence[EvidenceRow], 
     stems = term_stems(terms)
     seen = {(r.path, r.span_start, r.span_end, r.content) for r in pack}
     for row in fill_order(core, candidates, stems, files):
-        if cap - used < row_tokens(row.model_copy(update={"content": ""})) + 10:
+        if cap - used < estimate_tokens(row.path) + ROW_OVERHEAD_TOKENS + 10:  # not even a short row fits
             break
         if covered(row, pack):
             continue
