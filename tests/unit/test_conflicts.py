@@ -42,6 +42,25 @@ def span(path: str, text: str, layer: str = "C0_SOURCE_CHUNKS") -> Span:
                                span("nodes/gate.py", "cap: int")], id="prose after a colon"),
         pytest.param(["fallback"], [span("docs/route.md", "fallback: routing_mode"),
                                     span("src/fallback.py", "fallback = None")], id="a name and None"),
+        # a stress sample (every setting name a corpus states with two values in two files, read and
+        # labelled): code never disagrees with itself, and a docs example's variable is not a setting
+        pytest.param(["changed"], [span("src/hooks.py",
+                                        "def run(x):\n    changed = False\n    if x:\n        changed = True"),
+                                   span("src/sprint.py", "def plan():\n    changed = 0")],
+                     id="a function's local variables"),
+        pytest.param(["show_default"], [span("click/core.py", "def __init__(self, show_default: bool = False):"),
+                                        span("click/termui.py", "def prompt(text, show_default: bool = True):")],
+                     id="two functions' parameters are two settings"),
+        pytest.param(["max_frames"], [span("src/dev.py", "MAX_FRAMES = 100"),
+                                      span("src/tracebacks.py", "MAX_FRAMES = 50")],
+                     id="two modules' constants"),
+        pytest.param(["message"], [span("docs/proxy.md", 'message = "Hello World"', "D0_DOC_CHUNKS"),
+                                   span("docs/path-params.md", 'message = "Deep Learning FTW!"', "D0_DOC_CHUNKS")],
+                     id="example variables in docs"),
+        pytest.param(["cache_logger_on_first_use"],
+                     [span("docs/getting-started.md", "    cache_logger_on_first_use=False,", "D0_DOC_CHUNKS"),
+                      span("docs/performance.md", "    cache_logger_on_first_use=True,", "D0_DOC_CHUNKS")],
+                     id="a call's keyword argument on its own line"),
     ],
 )
 def test_no_note_where_nothing_disagrees(terms: list[str], spans: list[Span]) -> None:
@@ -62,6 +81,9 @@ def test_no_note_where_nothing_disagrees(terms: list[str], spans: list[Span]) ->
                      "retries: 3 (config/default.yml) ≠ 5 (src/settings.py)", id="config vs constant, any case"),
         pytest.param(["debug"], [span("docs/a.md", "DEBUG=true"), span("src/app.py", "DEBUG = False")],
                      "DEBUG: true (docs/a.md) ≠ false (src/app.py)", id="booleans in one case"),
+        pytest.param(["max_frames"], [span("src/dev.py", "def render(exc, max_frames: int = 100):"),
+                                      span("docs/exceptions.md", "`max_frames` defaults to `50`.")],
+                     "max_frames: 100 (src/dev.py) ≠ 50 (docs/exceptions.md)", id="the docs disagree with the code"),
     ],
 )
 def test_a_note_where_two_files_state_different_values(terms: list[str], spans: list[Span], note: str) -> None:
