@@ -63,6 +63,15 @@ LEAD_MIN_CHARS = 240
 """The lead grows over the next blocks of its section until it says this much (a sentence alone is a
 fragment; the paragraph and list after it usually carry the details)."""
 REASON_CHARS = 200
+SECTION_LAYER = "D0_DOC_CHUNKS"
+OPEN_WITHIN_ROWS = 3
+"""Retrieval's first page has its sections read before the passages are chosen when its document card is among
+this many first rows and the evidence holds none of its sections: the card alone (a summary at KIND_FACTOR
+0.3, edges, facts) cannot lead, so a lexical near-miss of a lower file did, although the page retrieval put
+first states the answer (issue 29, the README demo question). Dev, five corpora (session 13): the read fires
+in 2 of 480 questions at 3 (1: fewer), no metric moves; opening the first page whenever its card ranks first,
+even with its sections in the evidence, changed 7 answers and lost key facts (lotsman-self 0.398 -> 0.363,
+fastapi-ru 0.523 -> 0.514): a section read from the index then beat the section retrieval had chosen."""
 
 # conversation_understanding appends carried terms as a trailing "(...)": not the user's own words.
 _CARRIED = re.compile(r"\s*\([^()]*\)\s*$")
@@ -402,6 +411,27 @@ def _cards_to_read(rows: Sequence[EvidenceRow], pool: Sequence[Span], best_items
     return [row for row in rows if row.id in chosen and (row.layer != DOCUMENT_CARD or row.id in quoted)]
 
 
+def page_to_open(rows: Sequence[EvidenceRow], within: int = OPEN_WITHIN_ROWS) -> EvidenceRow | None:
+    """The document card of retrieval's first file, when it is among the first `within` rows, stands for more
+    than one line, and none of that page's sections is in the evidence; else None (OPEN_WITHIN_ROWS)."""
+    if not rows:
+        return None
+    first = rows[0].path
+    if any(row.path == first and row.layer == SECTION_LAYER for row in rows):
+        return None  # retrieval chose which of its sections to hand over: they compete as they are
+    return next((row for row in rows[:within] if row.layer == DOCUMENT_CARD and row.path == first
+                 and row.span_end > row.span_start), None)
+
+
+def _open_page(read: ReadSources | None, rows: Sequence[EvidenceRow]) -> tuple[EvidenceRow | None,
+                                                                               list[EvidenceRow]]:
+    """`page_to_open(rows)` and its sections read from the index (one statement; none without a reader)."""
+    card = page_to_open(rows)
+    if card is None or read is None:
+        return None, []
+    return card, list(read([card]).get(card.id, ()))
+
+
 def _list_edges(rows: Sequence[EvidenceRow], route: RouteResult | None, terms: Sequence[str], spans: list[Span],
                 pool: list[Span]) -> tuple[list[Span], list[Span], list[EvidenceRow]]:
     """"Who uses X?": every edge of the asked relation the evidence holds leads the answer, each cited
@@ -500,10 +530,16 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
     file_rank: dict[str, int] = {}
     for row in rows:
         file_rank.setdefault(row.path, len(file_rank) + 1)
-    scored = _scored_passages(rows, file_rank, q, embed, relevant=relevant and not (overview or cross_lingual))
+    opened, sections = _open_page(sources, rows)
+    # The page's sections compete in its card's place (with its file rank): quoted, the card would be replaced
+    # by one of them anyway, and read again.
+    competing = [*(row for row in rows if opened is None or not sections or row.id != opened.id), *sections]
+    scored = _scored_passages(competing, file_rank, q, embed, relevant=relevant and not (overview or cross_lingual))
     spans, pool = choose_passages(lead_first(scored, file_rank), q, file_rank)
     best_items = _best_per_file(scored)
-    source_rows, upgrades = _upgrades(sources, _cards_to_read(rows, pool, best_items), file_rank, q)
+    to_read = [row for row in _cards_to_read(rows, pool, best_items) if opened is None or row.id != opened.id]
+    source_rows, upgrades = _upgrades(sources, to_read, file_rank, q)
+    source_rows = [*sections, *source_rows]
     spans, pool = _quote_sources(spans, pool, upgrades, q)
     exact = [row for row in rows if "exact" in row.lanes]
     named = named_file(rows)
