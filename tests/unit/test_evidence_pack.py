@@ -94,6 +94,19 @@ def test_fill_budget_keeps_the_core_first_and_stays_within_the_cap() -> None:
     assert all(r.metadata[FILL_MARK] and len(r.content) <= 200 for r in pack[1:])
 
 
+def test_fill_budget_keeps_the_first_files_rows_whole() -> None:
+    """The lines that answer in a long definition of the best file seldom name the key terms."""
+    core = [ev("c1", "m.py", "def confirm(text):", 1, 1, "C1_SYMBOL_CATALOG"), ev("c2", "n.py", "x = 1", 1)]
+    body = "\n".join(["    # timeout handling", *(f"    rv = step({i})" for i in range(40)), '    echo("y/N")'])
+    first, other = ev("s1", "m.py", body, 2), ev("s2", "n.py", body, 2)
+    pack = fill_budget(core, [*core, first, other], 4096, ["timeout"], window_chars=200, whole_files=1)
+    by_id = {r.id: r for r in pack}
+    assert by_id["s1"].content == body and '"y/N"' in by_id["s1"].content  # the first file's row, whole
+    assert len(by_id["s2"].content) <= 200  # another file's row, its window
+    pack = fill_budget(core, [*core, first, other], 4096, ["timeout"], window_chars=200, whole_files=0)
+    assert all(len(r.content) <= 200 for r in pack[2:])
+
+
 def test_fill_budget_skips_a_card_whose_passage_is_in_the_pack() -> None:
     passage = ev("p", "m.py", "\n".join(["x = 1"] * 20), 10, 29, "C0_SOURCE_CHUNKS")
     card = ev("card", "m.py", "def f()", 12, 14, "C1_SYMBOL_CATALOG")
