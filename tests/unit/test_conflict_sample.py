@@ -23,7 +23,9 @@ def test_a_setting_the_docs_state_like_the_code_is_planted_and_noted(tmp_path: P
                             "tests/test_cors.py": "MAX_AGE = 5\n"})
     assert main(["--corpora-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "would-be notes 0" in out and "planted conflicts noted 1/1" in out
+    assert "would-be notes 0" in out and "planted conflicts in real docs noted 1/1" in out
+    # and a planted docs line per code setting: agreeing (no note) and disagreeing (a note)
+    assert "planted docs lines: 1 settings, false notes 0, conflicts noted 1/1" in out
 
 
 def test_docs_that_disagree_with_the_code_are_a_would_be_note(tmp_path: Path,
