@@ -1,7 +1,9 @@
 """How well a candidate passage answers the question: meaning, key terms, identifiers, heading, file rank.
 
 Weights were set on the fastapi-ru dev questions (see the module's tests for the intended orderings):
-meaning carries most of the signal when an embedder is given, stemmed key terms most of it otherwise.
+meaning carries most of the signal when an embedder is given, stemmed key terms most of it otherwise. A learned
+score in their place, and a learned correction of them, lost key facts leave-one-corpus-out (issue 29, session
+13: docs/logic/context_analysis_and_answer.md, "Выученного выбора passages тоже нет").
 """
 
 from __future__ import annotations
