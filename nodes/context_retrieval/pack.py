@@ -217,10 +217,10 @@ def fill_order(core: Sequence[EvidenceRow], candidates: Sequence[EvidenceRow], s
 def fill_budget(core: Sequence[EvidenceRow], candidates: Sequence[EvidenceRow], cap: int,
                 terms: Sequence[str], *, files: int = FILL_FILES,
                 window_chars: int = FILL_WINDOW_CHARS, whole_files: int = WHOLE_FILES) -> list[EvidenceRow]:
-    """The core, then further candidates (`fill_order`), each trimmed to its window (except rows of the
-    core's first `whole_files` files), while they fit `cap` tokens; a row whose lines a passage in the pack
-    covers is skipped. `candidates` is the ranked list (it may include the core's rows: they are not
-    repeated)."""
+    """The core, then further candidates (`fill_order`), each trimmed to its window (rows of the core's first
+    `whole_files` files whole, or to the largest window that fits the room left), while they fit `cap`
+    tokens; a row whose lines a passage in the pack covers is skipped. `candidates` is the ranked list (it
+    may include the core's rows: they are not repeated)."""
     pack = list(core)
     used = sum(row_tokens(r) for r in pack)
     if not pack or used >= cap:
@@ -234,8 +234,12 @@ def fill_budget(core: Sequence[EvidenceRow], candidates: Sequence[EvidenceRow], 
         if covered(row, pack):
             continue
         trimmed = row if row.path in whole else trim_to_window(row, stems, window_chars)
-        key = (trimmed.path, trimmed.span_start, trimmed.span_end, trimmed.content)
         cost = row_tokens(trimmed)
+        if row.path in whole and used + cost > cap:  # the whole row does not fit: the largest window that does
+            room = (cap - used - ROW_OVERHEAD_TOKENS - estimate_tokens(row.path)) * int(CHARS_PER_TOKEN)
+            trimmed = trim_to_window(row, stems, max(window_chars, room))
+            cost = row_tokens(trimmed)
+        key = (trimmed.path, trimmed.span_start, trimmed.span_end, trimmed.content)
         if key in seen or used + cost > cap:
             continue
         pack.append(trimmed.model_copy(update={"metadata": {**trimmed.metadata, FILL_MARK: True}}))

@@ -107,6 +107,16 @@ def test_fill_budget_keeps_the_first_files_rows_whole() -> None:
     assert all(len(r.content) <= 200 for r in pack[2:])
 
 
+def test_a_first_file_row_too_long_for_the_room_left_keeps_its_largest_window() -> None:
+    """Dropping it lost the lines that answer exactly for the long definitions whole rows are kept for."""
+    core = [ev("c1", "m.py", "def f(timeout):", 1, 1, "C1_SYMBOL_CATALOG"), ev("d1", "n.py", "x" * 6000, 1)]
+    body = "\n".join([*(f"    rv = step({i})" for i in range(300)), "    timeout = 30"])
+    pack = fill_budget(core, [*core, ev("s1", "m.py", body, 2)], 3000, ["timeout"], window_chars=200)
+    assert [r.id for r in pack] == ["c1", "d1", "s1"]
+    assert "timeout = 30" in pack[2].content and 200 < len(pack[2].content) < len(body)
+    assert sum(row_tokens(r) for r in pack) <= 3000
+
+
 def test_fill_budget_skips_a_card_whose_passage_is_in_the_pack() -> None:
     passage = ev("p", "m.py", "\n".join(["x = 1"] * 20), 10, 29, "C0_SOURCE_CHUNKS")
     card = ev("card", "m.py", "def f()", 12, 14, "C1_SYMBOL_CATALOG")
