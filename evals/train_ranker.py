@@ -19,8 +19,9 @@ atlas-pm −0.012); from the prior, every corpus gains.
 One seed's table is noisy (the same features with another seed or column order moved macro file MRR by
 about ±0.01 and a corpus by up to ±0.02): `--seeds 7,11,23` averages the table over seeds, prints each
 corpus's spread, and chooses the prior weight on the mean; the model is then fitted with the first seed. The
-shipped model comes from `--seeds 7,11,23` (prior chosen on the three-seed mean, fitted with seed 7; the file's
-`meta.table_seeds` says so), on 439 dev questions since session 13 added ~100 written by reading (338 before).
+shipped model comes from `--seeds 7,11,23 --prior-weight 4` (fitted with seed 7; the file's `meta.table_seeds`
+and `meta.prior_weight_pinned` say so), on 439 dev questions since session 13 added ~100 written by reading (338
+before); why the weight is pinned: `choose_prior`.
 
 Leave-one-corpus-out decides: for each prior weight, train on all corpora but one and measure on that one
 against the RRF order of the same candidates (file MRR, file precision@1, "lead row holds a key fact"). The
@@ -354,6 +355,19 @@ def worst_gain(table: dict[str, dict[str, float]]) -> float:
     return min(r["learned_mrr"] - r["rrf_mrr"] for c, r in table.items() if c != "macro")
 
 
+def choose_prior(tables: dict[float, dict[str, dict[str, float]]], pinned: float | None = None) -> float:
+    """The prior weight the model is fitted with: `pinned` (`--prior-weight`) when given, else the weight whose
+    worst held-out corpus gains most over RRF (to three decimals), then the best macro MRR.
+
+    Pinning exists because the weights' tables are often within seed noise of each other (session 13: macro
+    0.704 at prior 2, 0.703 at prior 4, spread 0.006) while the models differ where no table looks: prior 2
+    put a naming page's catalog card above the C3 schedule row of the seed-shaped fixture repository
+    (`tests/integration/test_seed_layers_answers.py`), prior 4 did not."""
+    if pinned is not None:
+        return pinned
+    return max(tables, key=lambda w: (round(worst_gain(tables[w]), 3), tables[w]["macro"]["learned_mrr"]))
+
+
 def beats_rrf_everywhere(table: dict[str, dict[str, float]]) -> bool:
     """Whether a model may be written: no held-out corpus loses file MRR to RRF, and the macro gains."""
     return worst_gain(table) >= 0 and table["macro"]["learned_mrr"] > table["macro"]["rrf_mrr"]
@@ -382,6 +396,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="LightGBM seeds the leave-one-corpus-out table is averaged over, e.g. 7,11,23 (one "
                         "seed's table moves by about ±0.01 macro and ±0.02 a corpus); the prior weight is chosen "
                         "on the mean, the model is fitted with the first seed")
+    parser.add_argument("--prior-weight", type=float, choices=PRIOR_WEIGHTS,
+                        help="fit with this prior weight instead of choosing one by leave-one-corpus-out (the "
+                        "table of every weight is still printed, and a model losing to RRF is still refused)")
     args = parser.parse_args(argv)
     lgb = import_lightgbm()
     if lgb is None:
@@ -426,9 +443,10 @@ def main(argv: list[str] | None = None) -> int:
     for w, t in tables.items():
         print(f"prior weight {w}: macro MRR {t['macro']['rrf_mrr']:.3f} → {t['macro']['learned_mrr']:.3f}, "
               f"worst corpus {worst_gain(t):+.3f}")
-    weight = max(PRIOR_WEIGHTS, key=lambda w: (round(worst_gain(tables[w]), 3), tables[w]["macro"]["learned_mrr"]))
+    weight = choose_prior(tables, args.prior_weight)
     table = tables[weight]
-    print(f"chosen prior weight {weight} (the worst corpus gains most):")
+    print(f"chosen prior weight {weight} " + ("(--prior-weight):" if args.prior_weight is not None
+                                              else "(the worst corpus gains most):"))
     print_table(table)
     if args.dry_run:
         return 0
@@ -440,6 +458,8 @@ def main(argv: list[str] | None = None) -> int:
             "questions": len(queries), "embedder": header["embedder"], "leave_one_corpus_out": table}
     if len(args.seeds) > 1:
         meta["table_seeds"] = list(args.seeds)
+    if args.prior_weight is not None:
+        meta["prior_weight_pinned"] = True
     data = export(model, weight, meta)
     write_model(data, args.out, expected=FEATURES, trainer="python -m evals.train_ranker")
     print(f"wrote {args.out} ({len(data['trees'])} trees over {len(FEATURES)} features)")

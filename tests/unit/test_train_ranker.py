@@ -180,3 +180,25 @@ def test_a_bad_seed_list_is_a_usage_error(text: str, capsys: pytest.CaptureFixtu
         train_ranker.main(["--seeds", text, "--dry-run"])
     assert exc.value.code == 2
     assert "seeds are comma-separated integers" in capsys.readouterr().err
+
+
+TABLES = {1.0: _table(0.02, 0.01), 2.0: _table(0.03, 0.02), 4.0: _table(0.03, 0.02, macro_gain=0.03)}
+
+
+@pytest.mark.parametrize(("pinned", "chosen"), [
+    (None, 4.0),  # the worst corpus gains as much at 2 and 4: the better macro decides
+    (1.0, 1.0),   # --prior-weight wins over the rule, even for a weight the rule would not take
+    (2.0, 2.0),
+])
+def test_the_prior_weight_is_chosen_by_the_worst_corpus_unless_pinned(pinned: float | None, chosen: float) -> None:
+    assert train_ranker.choose_prior(TABLES, pinned) == chosen
+
+
+@pytest.mark.parametrize("text", ["5", "two"])
+def test_a_prior_weight_outside_the_tabled_ones_is_a_usage_error(text: str,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("lightgbm")
+    with pytest.raises(SystemExit) as exc:
+        train_ranker.main(["--prior-weight", text, "--dry-run"])
+    assert exc.value.code == 2
+    assert "--prior-weight" in capsys.readouterr().err
