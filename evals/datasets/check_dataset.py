@@ -176,6 +176,9 @@ def check_case(
             if not any(fact_in_text(f, corpus.raw(g)) for g in gold):
                 bad(f"key fact {f!r} is stated in no gold file by the eval's matcher (evals/facts.py: whole "
                     "words; identifiers case-sensitive; a fact without a letter or digit never matches)")
+        if facts and all(fact_in_text(f, q) for f in facts):
+            bad("every key fact is in the question: an answer that quotes the question's words would score "
+                "full marks; give a fact the answer adds")
         if "unanswerable" in tags:
             bad("answerable case tagged 'unanswerable'")
         if cid in absent:
