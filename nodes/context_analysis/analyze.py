@@ -33,6 +33,7 @@ from nodes.context_analysis.scoring import (
 )
 from nodes.context_analysis.spans import cut_words, lead_span, row_text
 from nodes.context_analysis.text import detect_language, idf_weights, stems_of, strip_markup, term_stems
+from nodes.context_retrieval.pack import FILL_MARK
 from nodes.conversation_understanding import is_generic_term
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult
@@ -413,11 +414,12 @@ def _cards_to_read(rows: Sequence[EvidenceRow], pool: Sequence[Span], best_items
 
 def page_to_open(rows: Sequence[EvidenceRow], within: int = OPEN_WITHIN_ROWS) -> EvidenceRow | None:
     """The document card of retrieval's first file, when it is among the first `within` rows, stands for more
-    than one line, and none of that page's sections is in the evidence; else None (OPEN_WITHIN_ROWS)."""
+    than one line, and none of that page's sections is among the rows retrieval ranked in (a section the
+    pack's fill added after them, `FILL_MARK`, is not a choice); else None (OPEN_WITHIN_ROWS)."""
     if not rows:
         return None
     first = rows[0].path
-    if any(row.path == first and row.layer == SECTION_LAYER for row in rows):
+    if any(row.path == first and row.layer == SECTION_LAYER and not row.metadata.get(FILL_MARK) for row in rows):
         return None  # retrieval chose which of its sections to hand over: they compete as they are
     return next((row for row in rows[:within] if row.layer == DOCUMENT_CARD and row.path == first
                  and row.span_end > row.span_start), None)

@@ -85,14 +85,7 @@ RELATION_QUESTIONS = ["Who uses rag.indexing?", "кто использует rag
 
 
 @pytest.mark.usefixtures("cli_on_test_db")
-@pytest.mark.parametrize("question", [
-    pytest.param(RELATION_QUESTIONS[0], marks=pytest.mark.xfail(strict=True, reason=(
-        "issue 29 open: the learned ranker retrained with the D6 layer column (3077c75) puts indexing.md's "
-        "writes_db edge (rag_index_jobs, ranked lane 3) and retrieval.md's catalog card above its used_by edge "
-        "(ranked lane 2): the edge is 4th. Its features do not say which predicate the question asks; the "
-        "answer is still right (test_relation_answer_names_the_other_end)"))),
-    RELATION_QUESTIONS[1],
-])
+@pytest.mark.parametrize("question", RELATION_QUESTIONS)
 def test_relation_both_directions(question: str, seed_session: str, capsys: pytest.CaptureFixture[str]) -> None:
     """`rag.retrieval uses_logic rag.indexing` (retrieval.md) and `rag.indexing used_by rag.retrieval`
     (indexing.md): one question finds both ends' frontmatter lines first."""
