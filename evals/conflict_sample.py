@@ -4,11 +4,10 @@
    `find_conflicts`' rules: the note a question naming that setting would get. Each printed line is read and
    labelled (real conflict or not); the count is the sample's size.
 2. **Planted docs.** Every setting the corpus's code states (a signature default, a module constant, a class
-   attribute) gets a docs page saying "`name` defaults to `value`" twice over: once with the code's value
-   (labelled: no conflict: it agrees with the definition stating that value) and
-   once with a value no code states (labelled: a conflict). A note on the first is a false note, a missing
-   note on the second a missed conflict. Where the corpus's docs already state a setting the code states too,
-   that docs value is changed the same way (3.).
+   attribute) gets a docs line "`name` defaults to `value`" twice over: once with a value the code states
+   and once with a value no code states. This checks the parser and the rule's logic (a missed disagreement
+   is a defect), not precision: the rule never notes a value some code states, so the agreeing line cannot
+   be noted by construction.
 3. **Planted conflicts in real docs.** Every setting the docs and the code state alike: the docs' value is
    changed, and `find_conflicts`, given the two files, must note it.
 

@@ -22,15 +22,18 @@ Code does not disagree with itself: two functions' defaults for a parameter of o
 and the code is what runs; docs stating one definition's value agree with it. A conflict is docs (or a config
 file) stating a value no code states, against the code or other docs.
 
-Precision and recall, on samples labelled by construction or by reading (`python -m evals.conflict_sample`):
+Measured (`python -m evals.conflict_sample`, samples labelled by reading or by construction):
 - the notes the first rule printed on the dev splits of five corpora: 0 of 19 were real conflicts;
 - every setting name a corpus (fastapi-ru, atlas-pm, structlog, click) states with two values in two files,
   i.e. the note a question naming it would get: 109 names under the rule of session 12, 32 sampled and read,
-  0 real; 0 such notes under this rule (also 0 in this repository, and 0 in what GigaChat reads for the 407
-  dev questions of the four corpora);
-- planted docs: for each of the 359 settings the four corpora's code states, a docs line with the code's
-  value (0 false notes) and one with a value no code states (358 noted; missed: a setting named `bool`, which
-  the prose rule reads as a type), plus 1 of 1 planted into a real docs page.
+  0 real; 0 such notes under this rule (also 0 in this repository, and 0 in what GigaChat reads for the dev
+  questions of the five corpora). **Precision on real text is therefore n/a**: these corpora hold no real
+  conflict and the rule notes nothing;
+- planted docs lines (for each of the 359 settings the four corpora's code states, "`name` defaults to
+  `v`" with the code's value and with a value no code states) check the parser and the rule's logic, not
+  precision: a value some code states is never noted by construction. 358 of 359 disagreeing lines are
+  noted (missed: a setting named `bool`, which the prose rule reads as a type), plus 1 of 1 planted into a
+  real docs page.
 """
 
 from __future__ import annotations
@@ -59,7 +62,9 @@ _LINE_SETTING = re.compile(
 )
 # One parameter with a default, at the top level of a signature: `timeout=30`, `timeout: float = 30`.
 _PARAM_DEFAULT = re.compile(
-    rf"(?<![\w.])([A-Za-z_]\w*)(?:\s*:[\w\[\]., |]*|\s*)=(?!=)\s*({_LITERAL})(?=\s*(?:[,)\n]|$))")
+    rf"(?<![\w.])([A-Za-z_]\w*)(?:\s*:[\w\[\]. |]*|\s*)=(?!=)\s*({_LITERAL})(?=\s*(?:[,)\n]|$))")
+"""The annotation holds no comma: its nested parts are blanked (`list[str]` reads `list[   ]`), and a comma
+would let `url: str, timeout=30` give `url` the next parameter's default."""
 _DEF = re.compile(r"^\s*(?:async\s+)?def\s+\w+\s*\(")
 _CLASS = re.compile(r"^\s*class\s+\w+")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -223,17 +228,17 @@ def _prose_defaults(text: str) -> list[tuple[str, str]]:
 
 
 def _doc_statements(text: str) -> list[tuple[str, str]]:
-    """(name, raw value) that documentation states: prose defaults, and lines outside fenced code that set a
-    name written in capitals (`DEBUG=true`: an environment variable or a constant). Code in docs is an
-    example — `message = "Hello World"`, `def read_items(skip: int = 0)`, `export DEBUG=1` in a fence — not a
-    statement of the default."""
+    """(name, raw value) that documentation states: prose defaults, and lines outside code blocks (fenced, or
+    indented four spaces) that set a name written in capitals (`DEBUG=true`: an environment variable or a
+    constant). Code in docs is an example — `message = "Hello World"`, `def read_items(skip: int = 0)`,
+    `export DEBUG=1` in a fence — not a statement of the default."""
     found = _prose_defaults(text)
     fenced = False
     for line in text.splitlines():
         if _FENCE.match(line):
             fenced = not fenced
-        elif (not fenced and len(line) <= MAX_SETTING_LINE and (m := _LINE_SETTING.match(line))
-              and not any(ch.islower() for ch in m.group(1))):
+        elif (not fenced and not line.startswith(("    ", "\t")) and len(line) <= MAX_SETTING_LINE
+              and (m := _LINE_SETTING.match(line)) and not any(ch.islower() for ch in m.group(1))):
             found.append((m.group(1), m.group(2)))
     return found
 

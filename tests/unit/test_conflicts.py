@@ -5,9 +5,11 @@ false), reduced to the lines that produced them; the "conflict" rows state two v
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
-from nodes.context_analysis.conflicts import find_conflicts, normalized_value, stated_values
+from nodes.context_analysis.conflicts import file_statements, find_conflicts, normalized_value, stated_values
 from nodes.context_analysis.models import Span
 
 
@@ -153,6 +155,10 @@ def test_normalized_value(raw: str, value: str | None) -> None:
     ('def f(msg="a\\"(b", timeout=30):\n    pass\nX = 1', [("timeout", "30"), ("X", "1")]),  # an escaped quote
     ('def f(a="abc,\n      timeout=30):\n    pass\nTIMEOUT = 3', [("timeout", "30"), ("TIMEOUT", "3")]),
     ('"""Docs.\n\n    timeout = 99\n"""\nTIMEOUT = 3', [("TIMEOUT", "3")]),  # a docstring's example
+    ("def get(\n    url: str,\n    timeout=30,\n):\n    pass", [("timeout", "30")]),  # review G1
+    ("def f(request: Request, debug=True): pass", [("debug", "true")]),
+    ("def f(key=lambda x: x, timeout=30): pass", [("timeout", "30")]),
+    ("def f(a: int | None = 3, b: Annotated[int, Doc('x')] = 4): pass", [("a", "3"), ("b", "4")]),
     ("`skip`, представляющий собой `int`, по умолчанию `0`", [("skip", "0")]),
     ("Set `timeout` (seconds). It defaults to `30`.", [("timeout", "30")]),
     ("`log_level` (str): log level, defaults to `\"info\"`.", [("log_level", "info")]),
@@ -162,11 +168,27 @@ def test_stated_values(text: str, values: list[tuple[str, str]]) -> None:
     assert stated_values(text) == values
 
 
-def test_long_runs_of_spaces_are_read_in_linear_time() -> None:
-    """A setting-shaped line padded with spaces once took a minute (three adjacent quantifiers matching spaces);
-    a line longer than MAX_SETTING_LINE is not read as a setting at all."""
-    for text in ("x:" + " " * 20000 + "y", "def f(x:" + " " * 20000 + "y): pass", "`x` defaults to `1`. " * 5000):
-        stated_values(text)  # returns (the suite's timeout would catch a hang); no timing asserted
+def test_long_runs_of_spaces_do_not_hang() -> None:
+    """A setting-shaped line padded with spaces once took a minute (three adjacent quantifiers matching spaces),
+    hours at 100 kB; a line longer than MAX_SETTING_LINE is not read as a setting at all. A hang detector, not
+    a timing: the alarm (60 s; each input takes milliseconds) turns a regression into a failure."""
+    def hung(signum: int, frame: object) -> None:
+        raise AssertionError("stated_values did not return within 60 s: a regex backtracks")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        for text in ("x:" + " " * 20000 + "y", "def f(x:" + " " * 20000 + "y): pass",
+                     "`x` defaults to `1`. " * 5000):
+            stated_values(text)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_docs_code_blocks_are_examples() -> None:
+    assert file_statements("Text\n\n    TIMEOUT = 60\n", "docs/a.md") == []  # an indented code block
+    assert file_statements("```\nTIMEOUT = 60\n```\nDEBUG=true\n", "docs/a.md") == [("DEBUG", "true")]
 
 
 def test_stated_values_reads_multiline_signatures_but_not_calls() -> None:
