@@ -298,9 +298,11 @@ def test_real_embedder_small_corpus(db: Database, tmp_path: Path) -> None:
         counts = layer_counts(db, name)
         assert {"D0_DOC_CHUNKS", "D1_DOCUMENT_CATALOG", "D2_FACT_INDEX", "C0_SOURCE_CHUNKS",
                 "C1_SYMBOL_CATALOG"} <= set(counts)
-        assert report.embedded == sum(embed_count(root, rel) for rel in
-                                      ("docs/domains/rag_session.md", "docs/domains/index_job.md",
-                                       "stores/statements.py"))
+        # every row got a vector: embedded now, or reused from the blob cache when an earlier test of the run
+        # indexed the same files with the same embedder (test_demo_answer indexes this repository's docs/)
+        assert report.embedded + report.vectors_reused == sum(embed_count(root, rel) for rel in
+                                                              ("docs/domains/rag_session.md",
+                                                               "docs/domains/index_job.md", "stores/statements.py"))
         query = embedder.embed_query("RagSession — сессия индекса, единица изоляции")
         with db.connection() as conn:
             dims = conn.execute(
