@@ -67,7 +67,8 @@ REASON_CHARS = 200
 SECTION_LAYER = "D0_DOC_CHUNKS"
 OPEN_WITHIN_ROWS = 3
 """Retrieval's first page has its sections read before the passages are chosen when its document card is among
-this many first rows and the evidence holds none of its sections: the card alone (a summary at KIND_FACTOR
+this many first rows and none of its sections is among the rows retrieval ranked in (the pack's fill may add
+some after them; session 13: that blocked the read for the demo question): the card alone (a summary at KIND_FACTOR
 0.3, edges, facts) cannot lead, so a lexical near-miss of a lower file did, although the page retrieval put
 first states the answer (issue 29, the README demo question). Dev, five corpora (session 13): the read fires
 in 2 of 480 questions at 3 (1: fewer), no metric moves; opening the first page whenever its card ranks first,
