@@ -117,9 +117,12 @@ def _advance(text: str, depth: int, quote: str | None, *, keep_from: int = 0
     while i < len(text):
         keep = keep_from == 0 or depth == keep_from
         if quote is not None:
-            step = 2 if text[i] == "\\" else len(quote) if text.startswith(quote, i) else 1
-            if step == len(quote) and text.startswith(quote, i):
-                quote = None
+            if text[i] == "\\":
+                step = 2  # the escaped character cannot close the string
+            elif text.startswith(quote, i):
+                step, quote = len(quote), None
+            else:
+                step = 1
             out.append(text[i:i + step] if keep else " " * len(text[i:i + step]))
             i += step
             continue
@@ -219,8 +222,7 @@ def _prose_defaults(text: str) -> list[tuple[str, str]]:
             opened = head.rfind("(")
             if opened > head.rfind(")"):
                 head = head[opened + 1:]  # the phrase is inside a parenthesis: its name is too
-            pieces = [p for p in _SENTENCE_END.split(head)]
-            head = " ".join(pieces[-PROSE_SENTENCES:])
+            head = " ".join(_SENTENCE_END.split(head)[-PROSE_SENTENCES:])
             names = [n for n in _CODE_NAME.findall(head) if n.lower() not in _TYPE_NAMES]
             if names:
                 out.append((names[-1], m.group(1)))

@@ -200,8 +200,7 @@ def spread_files(rows: Sequence[EvidenceRow], decay: float = SAME_FILE_DECAY) ->
 def card_sources(core: Sequence[EvidenceRow], ranked: Sequence[EvidenceRow], spec: MergeSpec) -> list[EvidenceRow]:
     """The source chunks of the core's symbol cards that are not candidates already (none without a reader
     or a card, and none when the database cancels the read: like a slow lane, it only costs the fill)."""
-    cards = symbol_cards(core) if spec.read_sources is not None else []
-    if spec.read_sources is None or not cards:
+    if spec.read_sources is None or not (cards := symbol_cards(core)):
         return []
     try:
         fetched = spec.read_sources(card_spans(cards))

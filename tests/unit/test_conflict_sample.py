@@ -9,20 +9,20 @@ import pytest
 from evals.conflict_sample import main
 
 
-def corpus(root: Path, files: dict[str, str]) -> Path:
+def sample(root: Path, capsys: pytest.CaptureFixture[str], files: dict[str, str]) -> str:
+    """Write `files` as the one corpus under `root`, run the sample over it, return what it printed."""
     for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, encoding="utf-8")
-    return root
+        (root / "c" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "c" / rel).write_text(text, encoding="utf-8")
+    assert main(["--corpora-dir", str(root)]) == 0
+    return capsys.readouterr().out
 
 
 def test_a_setting_the_docs_state_like_the_code_is_planted_and_noted(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    corpus(tmp_path / "c", {"docs/cors.md": "* `max_age` - время кэша. По умолчанию `600`.\n",
-                            "pkg/cors.py": "def cors(app, max_age: int = 600):\n    pass\n",
-                            "tests/test_cors.py": "MAX_AGE = 5\n"})
-    assert main(["--corpora-dir", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+    out = sample(tmp_path, capsys, {"docs/cors.md": "* `max_age` - время кэша. По умолчанию `600`.\n",
+                                    "pkg/cors.py": "def cors(app, max_age: int = 600):\n    pass\n",
+                                    "tests/test_cors.py": "MAX_AGE = 5\n"})
     assert "would-be notes 0" in out and "planted conflicts in real docs noted 1/1" in out
     # and a planted docs line per code setting: agreeing (no note) and disagreeing (a note)
     assert "planted docs lines: 1 settings, false notes 0, conflicts noted 1/1" in out
@@ -30,11 +30,9 @@ def test_a_setting_the_docs_state_like_the_code_is_planted_and_noted(tmp_path: P
 
 def test_docs_that_disagree_with_the_code_are_a_would_be_note(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
-    corpus(tmp_path / "c", {"docs/cors.md": "The `max_age` defaults to `3600`.\n",
-                            "pkg/cors.py": "def cors(app, max_age: int = 600):\n    pass\n",
-                            "pkg/other.py": "def other(max_age=10):\n    pass\n"})
-    assert main(["--corpora-dir", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+    out = sample(tmp_path, capsys, {"docs/cors.md": "The `max_age` defaults to `3600`.\n",
+                                    "pkg/cors.py": "def cors(app, max_age: int = 600):\n    pass\n",
+                                    "pkg/other.py": "def other(max_age=10):\n    pass\n"})
     assert "note: max_age: 3600 (docs/cors.md) ≠ 600 (pkg/cors.py) ≠ 10 (pkg/other.py)" in out
 
 
