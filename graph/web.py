@@ -112,6 +112,11 @@ def _text(data: Mapping[str, Any], key: str, *, limit: int, required: bool = Tru
         raise WebInputError(f"{key}: longer than {limit} characters")
     if "\x00" in value:
         raise WebInputError(f"{key}: contains a NUL character")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (`"\\ud800"` in the JSON): no text can hold it
+            raise WebInputError(f"{key}: not valid Unicode text (a lone surrogate)") from None
     return value
 
 
@@ -184,6 +189,15 @@ def parse_vote(body: Any) -> Vote:
         run_id=_optional_id(body, "run_id"),
         thread_id=_optional_id(body, "thread_id"),
     )
+
+
+def json_body(body: bytes) -> Any:
+    """A request body as JSON; anything that is not (broken JSON, not UTF-8, nested past Python's recursion
+    limit) is the one-line `WebInputError` "expected a JSON object"."""
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise WebInputError("expected a JSON object") from None
 
 
 def auth_problem(header: str | None, token: str | None, api_key: str | None = None) -> str | None:
@@ -372,11 +386,7 @@ class WebApi:
         body = b"".join(chunks)
 
         def work() -> dict[str, Any]:
-            try:
-                data = json.loads(body)
-            except (ValueError, UnicodeDecodeError):
-                raise WebInputError("expected a JSON object") from None
-            return {"feedback_id": self.backend.record_vote(parse_vote(data))}
+            return {"feedback_id": self.backend.record_vote(parse_vote(json_body(body)))}
 
         return await self._call(request, work)
 
