@@ -20,7 +20,14 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from stores.errors import LotsmanError
+from graph.terminal import printable
+from stores.errors import (
+    DatabaseUnavailableError,
+    EmbeddedServerError,
+    LotsmanError,
+    PgvectorMissingError,
+    database_lost,
+)
 
 E = TypeVar("E", bound=LotsmanError)
 Node = TypeVar("Node", bound=Callable[..., Awaitable[Any]])
@@ -66,6 +73,67 @@ def validation_message(exc: ValidationError) -> str:
         got = f" (got {err['input']!r})" if err["type"] != "missing" else ""
         parts.append(f"{where}: {err['msg'].removeprefix('Value error, ')}{got}")
     return "; ".join(parts)
+
+
+# --- what a remote client (HTTP, MCP) reads -------------------------------------------------------------------
+
+DATABASE_DOWN = "the database is not reachable: see the server's log (`lotsman db status` on the server)"
+EMBEDDED_DOWN = "the server's embedded PostgreSQL could not be started: see the server's log"
+NO_PGVECTOR = "the server's database has no usable pgvector extension: see the server's log"
+MAX_SHOWN_CHARS = 80
+"""A user's value (session name, ref, run id, path) is echoed in a message up to this many characters."""
+MAX_PUBLIC_CHARS = 1000
+"""A message a remote client reads is cut here: a safety net under `shown`, which keeps echoes short."""
+
+_DSN = re.compile(r"\bpostgres(?:ql)?://\S*", re.IGNORECASE)
+_CONNINFO = re.compile(r"\b(?:host|hostaddr|port|dbname|user|password)\s*=\s*(?:'[^']*'|\S+)", re.IGNORECASE)
+_SERVER_AT = re.compile(r'\b(?:server|socket)\s+(?:at|on socket)?\s*"[^"]*"(?:,\s*port\s+\d+)?', re.IGNORECASE)
+
+
+def shown(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """A user's value as a message echoes it: control characters escaped, at most `limit` characters of it
+    (then `…`), so a 1 MB ref gives a short error and a NUL or newline cannot forge a line."""
+    text = str(value)
+    cut = len(text) > limit
+    return printable(text[:limit]) + ("…" if cut else "")
+
+
+def redact(text: str) -> str:
+    """`text` without the database's whereabouts: connection URLs, `key=value` connection parameters and the
+    `server at "host", port N` / `socket "/path"` parts of libpq's messages (a safety net: the database's own
+    errors are replaced whole by `public_message`)."""
+    text = _DSN.sub("<database>", text)
+    text = _SERVER_AT.sub("server <redacted>", text)
+    return _CONNINFO.sub(lambda m: m.group().split("=", 1)[0].rstrip() + "=<redacted>", text)
+
+
+def _database_down(exc: BaseException) -> bool:
+    if isinstance(exc, DatabaseUnavailableError):
+        return True
+    try:
+        return database_lost(exc) is not None
+    except AttributeError:  # psycopg half-imported by another thread: not one of its errors yet
+        return False
+
+
+def public_message(exc: BaseException) -> str:
+    """The one line a remote client (HTTP API, MCP) reads for `exc`; the server's log keeps the detail.
+
+    Our errors keep their text (what the client did wrong and what to do), on one line with control
+    characters escaped and connection details redacted. The database's failures (unreachable, lost, the
+    embedded server not starting, no pgvector) are a fixed sentence: their text names the data folder, the
+    socket path, or the host, port, database and user of `DATABASE_URL`, which are the server's business, and
+    nothing in them is the client's to fix. Any other error is its class name only.
+    """
+    if isinstance(exc, EmbeddedServerError):
+        return EMBEDDED_DOWN
+    if isinstance(exc, PgvectorMissingError):
+        return NO_PGVECTOR
+    if _database_down(exc):
+        return DATABASE_DOWN
+    if isinstance(exc, LotsmanError):
+        return shown(redact(" ".join(str(exc).split())), MAX_PUBLIC_CHARS)
+    return f"unexpected {type(exc).__name__} (details in the server's log)"
 
 
 SERVER_RUN_LOGGER = "langgraph_api.worker"

@@ -22,7 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from graph.errors import validation_message
+from graph.errors import DATABASE_DOWN, EMBEDDED_DOWN, NO_PGVECTOR, public_message, validation_message
 from graph.settings import Settings
 from graph.terminal import printable, undecodable
 from stores.errors import (
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from graph.deps import GraphDeps
 
 log = logging.getLogger(__name__)
+
+PUBLIC_DATABASE_MESSAGES = frozenset({DATABASE_DOWN, EMBEDDED_DOWN, NO_PGVECTOR})
 
 T = TypeVar("T")
 
@@ -304,15 +306,19 @@ def lost_database(exc: BaseException) -> LotsmanError | None:
 
 
 def one_line(exc: BaseException) -> str:
-    """The message a client reads: the error's text on one line (`database_lost` for a dropped database)."""
-    if isinstance(exc, LotsmanError):
-        return printable(" ".join(str(exc).split()))
-    lost = lost_database(exc)
-    if lost is not None:
-        return printable(lost)
-    # Its text may carry SQL, host or user names: the client reads the kind, the server's log the rest.
-    log.error("MCP tool failed", exc_info=exc)
-    return printable(f"unexpected {type(exc).__name__} (details in the server's log)")
+    """The message a client reads (`graph.errors.public_message`): our error's text on one line; for the
+    database's failures a fixed sentence (their text names the data folder, socket or `DATABASE_URL`: the
+    server's log keeps it, `log_failure`); for anything else its kind only."""
+    return public_message(exc)
+
+
+def log_failure(exc: BaseException) -> None:
+    """The server's log of a failed tool call: the database's failure in full (what the client was not
+    told), an unexpected error with its traceback; a client's own error (bad argument) is not logged."""
+    if public_message(exc) in PUBLIC_DATABASE_MESSAGES:
+        log.warning("MCP tool failed: %s", printable(" ".join(str(lost_database(exc) or exc).split())))
+    elif not isinstance(exc, LotsmanError):
+        log.error("MCP tool failed", exc_info=exc)
 
 
 # --- the tools' work -------------------------------------------------------------------------------------------------
@@ -554,11 +560,8 @@ async def guarded(call: Awaitable[T]) -> T:
         return await call
     except ToolError:
         raise
-    except LotsmanError as exc:
-        raise ToolError(one_line(exc)) from None
-    except Exception as exc:  # the tool's last line of defence: one line to the client, the traceback to the log
-        if lost_database(exc) is None:
-            log.exception("MCP tool failed")
+    except Exception as exc:  # the tool's last line of defence: one line to the client, the detail to the log
+        log_failure(exc)
         raise ToolError(one_line(exc)) from None
 
 

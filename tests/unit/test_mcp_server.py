@@ -174,7 +174,7 @@ async def test_ask_returns_structured_citations() -> None:
     ("ask", {"question": ""}, "the question is empty"),
     ("ask", {"question": "q" * (MAX_QUESTION_CHARS + 5)}, "characters long"),
     ("ask", {"question": "q", "session": "gone"}, "no session 'gone' (indexed sessions: docs)"),
-    ("ask", {"question": "q", "session": "down"}, "lost the connection to PostgreSQL"),
+    ("ask", {"question": "q", "session": "down"}, "the database is not reachable: see the server's log"),
     ("ask", {"question": "q", "session": "bug"}, "unexpected RuntimeError (details in the server's log)"),
     ("ask", {"question": "q", "history": [{"role": "system", "content": "x"}]}, "invalid arguments: history.0.role"),
     ("ask", {}, "invalid arguments: question: Field required"),
