@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from evals.answer_text import blocks, label_block, passages
@@ -122,6 +123,18 @@ def reader_texts(state: dict[str, Any], token_cap: int = DEFAULT_TOKEN_CAP) -> l
     return [span.text for span in reading_pool(analysis.passages, evidence, token_cap)]
 
 
+def fact_trace(facts: list[str], evidence: list[str] | None, reader: list[str] | None,
+               in_answer: Callable[[list[str]], float | None]) -> list[dict[str, Any]]:
+    """Per key fact: is it in the evidence pack, in what GigaChat reads, in the answer (None: not measurable
+    here). The same functions as the shares, one fact at a time, so the HTML report's fact budget and its
+    "lost at" column add up to `evidence_key_fact_recall`, `reader_key_fact_recall`, `key_fact_coverage`."""
+    def hit(share: float | None) -> bool | None:
+        return None if share is None else share == 1.0
+
+    return [{"fact": f, "evidence": hit(evidence_key_fact_recall([f], evidence)),
+             "reader": hit(evidence_key_fact_recall([f], reader)), "answer": hit(in_answer([f]))} for f in facts]
+
+
 def score_case(case: dict[str, Any], state: dict[str, Any], *, llm: bool = False) -> dict[str, Any]:
     """Per-case metrics and diagnostics; answer metrics of unanswerable cases are None.
 
@@ -145,6 +158,11 @@ def score_case(case: dict[str, Any], state: dict[str, Any], *, llm: bool = False
     texts = None if state.get("evidence_reduced") else [e.get("content") or "" for e in handed_over(state, evidence)]
     mode, reason = answer_mode(state, llm=llm)
     removed = _citations_removed(mode, _removed_count(state), len(citations))
+    reader = reader_texts(state)
+
+    def coverage(of: list[str]) -> float | None:
+        return key_fact_coverage(of, answer, abstained=abstained, known_paths=known,
+                                 find_files=route == "DOC_EXPLAIN/FIND_FILES", labels=labels)
 
     def ans(value: Any) -> Any:
         return value if answerable else None
@@ -171,9 +189,9 @@ def score_case(case: dict[str, Any], state: dict[str, Any], *, llm: bool = False
         "code_gold": answerable and bool(code_gold(gold)),
         "code_gold_recall_at_5": ans(code_gold_recall_at_k(retrieved, gold, 5)),
         "evidence_key_fact_recall": ans(evidence_key_fact_recall(facts, texts)),
-        "reader_key_fact_recall": ans(evidence_key_fact_recall(facts, reader_texts(state))),
-        "key_fact_coverage": ans(key_fact_coverage(facts, answer, abstained=abstained, known_paths=known,
-                                                   find_files=route == "DOC_EXPLAIN/FIND_FILES", labels=labels)),
+        "reader_key_fact_recall": ans(evidence_key_fact_recall(facts, reader)),
+        "key_fact_coverage": ans(coverage(facts)),
+        "fact_trace": ans(fact_trace(facts, texts, reader, coverage)),
         # Over all answerable cases an abstention scores 0; the `_answered` twins leave abstentions out.
         "lead_citation_in_gold": ans(lead_citation_in_gold(citations, answer, gold, abstained=abstained)),
         "lead_citation_in_gold_answered": ans(None if abstained else lead_citation_in_gold(citations, answer, gold)),
