@@ -166,4 +166,5 @@ def test_outputs_keep_only_what_scoring_reads() -> None:
     offline = score_case(CASES[0], STATES["Как настроить CORS?"])
     assert offline["evidence_key_fact_recall"] == 0.0  # the scripted row's text is "..."
     assert score_case(CASES[0], out) == {**offline, "evidence_key_fact_recall": None,
-                                        "reader_key_fact_recall": None}
+                                        "reader_key_fact_recall": None,
+                                        "fact_trace": [{**t, "evidence": None} for t in offline["fact_trace"]]}
