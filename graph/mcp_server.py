@@ -8,6 +8,7 @@ indexes, so no MCP client can make the server read a folder (docs/api/mcp.md).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import uuid
@@ -17,12 +18,15 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp.types import ErrorData, JSONRPCError, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from graph.errors import DATABASE_DOWN, EMBEDDED_DOWN, NO_PGVECTOR, public_message, validation_message
+from graph.errors import DATABASE_DOWN, EMBEDDED_DOWN, NO_PGVECTOR, public_message, shown, validation_message
 from graph.settings import Settings
 from graph.terminal import printable, undecodable
 from stores.errors import (
@@ -565,6 +569,111 @@ async def guarded(call: Awaitable[T]) -> T:
         raise ToolError(one_line(exc)) from None
 
 
+# --- the stdio transport: a line it cannot read is answered -----------------------------------------------------
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+
+def _request_id(value: Any) -> int | str | None:
+    """The `id` of a parsed line when it is one a reply may carry (an int or text that is Unicode), else None."""
+    raw = value.get("id") if isinstance(value, dict) else None
+    if isinstance(raw, bool) or not isinstance(raw, int | str):
+        return None
+    if isinstance(raw, str) and (_has_surrogate(raw) or len(raw) > 200):
+        return None
+    return raw
+
+
+def _has_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
+
+
+def bad_line_reply(exc: Exception) -> JSONRPCError | None:
+    """The JSON-RPC error answering a stdio line the SDK could not read (`exc`, what its reader passed on), or
+    None for a line that wants no reply (a malformed response or error of the client's).
+
+    The SDK's stdio reader hands such a line on as an exception, which its server drops: the client waited
+    for a reply that never came. Not JSON (cut short, not UTF-8): -32700 with id null, as JSON-RPC 2.0 says.
+    JSON holding a lone surrogate escape (`"\\ud800"`, no Unicode text; Python reads it, pydantic does not):
+    -32700 too, but with the request's id when it has one, so the client's call ends instead of timing out.
+    JSON that is not a request (`"method": 3`, an array): -32600, with the id when there is one.
+    """
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    line = errors[0]["input"] if errors and errors[0]["type"] == "json_invalid" else None
+    if isinstance(line, str):
+        try:
+            parsed = json.loads(line)
+        except ValueError as bad:
+            return _error_reply(None, PARSE_ERROR, f"Parse error: the line is not JSON ({shown(bad, 120)}): "
+                                                   "send one JSON-RPC message per line, UTF-8")
+        if _has_surrogate(parsed):
+            return _error_reply(_request_id(parsed), PARSE_ERROR,
+                                "Parse error: a string holds a lone surrogate escape (e.g. \\ud800), which is no "
+                                "Unicode text: send characters outside the BMP as a surrogate pair")
+        return _error_reply(_request_id(parsed), PARSE_ERROR, f"Parse error: {shown(errors[0]['msg'], 120)}")
+    if not errors:
+        return _error_reply(None, PARSE_ERROR, f"Parse error: unreadable line ({type(exc).__name__})")
+    whole = next((e["input"] for e in errors if isinstance(e["input"], dict | list)), None)
+    if isinstance(whole, dict) and "method" not in whole and ("result" in whole or "error" in whole):
+        return None  # a response of the client's to a request of ours: JSON-RPC answers no response
+    where = ".".join(str(p) for p in errors[0]["loc"][1:]) or "message"
+    return _error_reply(_request_id(whole), INVALID_REQUEST,
+                        f"Invalid Request: not a JSON-RPC 2.0 message ({where}: {shown(errors[0]['msg'], 80)})")
+
+
+def _error_reply(request_id: int | str | None, code: int, message: str) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+
+
+class AnsweringBadLines:
+    """The stdio transport's read stream, answering each line it could not read (`bad_line_reply`) on the
+    write stream and passing every message on: the SDK's server would drop such a line unanswered."""
+
+    def __init__(self, inner: Any, replies: Any) -> None:
+        self._inner = inner
+        self._replies = replies
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            reply = bad_line_reply(item)
+            log.warning("MCP stdio: unreadable line (%s)%s", shown(item, 200),
+                        "" if reply is not None else ": a malformed response, not answered")
+            if reply is not None:
+                await self._replies.send(SessionMessage(reply))
+
+    def __aiter__(self) -> AnsweringBadLines:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> AnsweringBadLines:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
 class LotsmanMCPServer(MCPServer):
     """`MCPServer` whose argument errors are one line too (`top_k: Input should be a valid integer (got 'x')`)."""
 
@@ -576,6 +685,12 @@ class LotsmanMCPServer(MCPServer):
                 raise ToolError(f"Error executing tool {name}: invalid arguments: "
                                 f"{printable(validation_message(exc.__cause__))}") from None
             raise
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio transport, with each line it cannot read answered (`AnsweringBadLines`)."""
+        async with stdio_server() as (read_stream, write_stream):
+            await self._lowlevel_server.run(AnsweringBadLines(read_stream, write_stream), write_stream,
+                                            self._lowlevel_server.create_initialization_options())
 
 
 QuestionArg = Annotated[str, Field(description="The question, in Russian or English (at most 8000 characters).")]

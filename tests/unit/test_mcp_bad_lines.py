@@ -1,0 +1,48 @@
+"""`bad_line_reply`: the JSON-RPC error answering a stdio line the SDK could not read (issue 37, item 5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types
+import pytest
+
+from graph.mcp_server import bad_line_reply
+
+
+def _unreadable(line: str) -> Exception:
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except Exception as exc:  # noqa: BLE001 - what the SDK's stdio reader passes on
+        return exc
+    raise AssertionError(f"the SDK reads {line!r}")
+
+
+@pytest.mark.parametrize(("line", "code", "reply_id", "says"), [
+    ("not json", -32700, None, "the line is not JSON"),
+    ('{"jsonrpc": "2.0", "id": 1', -32700, None, "the line is not JSON"),
+    ("\ufffd\ufffd{}", -32700, None, "the line is not JSON"),
+    ('{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"x": "\\ud800"}}', -32700, 7, "lone surrogate"),
+    ('{"jsonrpc": "2.0", "id": "a", "method": "ping", "params": {"\\udc00": 1}}', -32700, "a", "lone surrogate"),
+    ('{"jsonrpc": "2.0", "id": "\\ud800", "method": "ping"}', -32700, None, "lone surrogate"),
+    ('{"jsonrpc": "2.0", "id": true, "method": "p", "x": "\\ud800"}', -32700, None, "lone surrogate"),
+    ('{"jsonrpc": "2.0", "id": 8, "method": 3}', -32600, 8, "Invalid Request: not a JSON-RPC 2.0 message (method"),
+    ("[1, 2]", -32600, None, "Invalid Request"),
+    ('{"id": 9}', -32600, 9, "Invalid Request"),
+    ('"just a string"', -32600, None, "Invalid Request"),
+])
+def test_bad_line_reply(line: str, code: int, reply_id: Any, says: str) -> None:
+    reply = bad_line_reply(_unreadable(line))
+    assert reply is not None
+    assert (reply.error.code, reply.id) == (code, reply_id)
+    assert says in reply.error.message and "\n" not in reply.error.message
+
+
+def test_a_malformed_response_is_not_answered() -> None:
+    # JSON-RPC answers no response: a broken one of the client's is logged, not replied to
+    assert bad_line_reply(_unreadable('{"jsonrpc": "2.0", "id": 3, "result": 5}')) is None
+
+
+def test_the_reply_stays_short_for_a_huge_line() -> None:
+    reply = bad_line_reply(_unreadable('{"id": 1, "x": "' + "y" * 1_000_000 + '\\ud800"'))
+    assert reply is not None and len(reply.model_dump_json()) < 400
