@@ -266,17 +266,18 @@ def check_history(history: Sequence[Turn] | None) -> list[Turn]:
     return turns
 
 
-def check_top_k(top_k: int) -> int:
-    if isinstance(top_k, bool) or not 1 <= top_k <= MAX_SEARCH_RESULTS:
-        raise UsageError(f"top_k must be from 1 to {MAX_SEARCH_RESULTS}, got {top_k!r}")
+def check_top_k(top_k: Any) -> int:
+    """A search's result count: an int (not a bool, str or float) from 1 to `MAX_SEARCH_RESULTS`."""
+    if type(top_k) is not int or not 1 <= top_k <= MAX_SEARCH_RESULTS:
+        raise UsageError(f"top_k must be from 1 to {MAX_SEARCH_RESULTS}, got {shown(repr(top_k))}")
     return top_k
 
 
 def check_score(score: Any) -> int:
-    """A vote's score: 1 or -1 (a bool is not a score); raises `UsageError` otherwise."""
-    if isinstance(score, bool) or score not in (1, -1):
-        raise UsageError(f"score must be 1 (the answer helped) or -1 (it did not), got {score!r}")
-    return int(score)
+    """A vote's score: the int 1 or -1 (`True`, `"1"`, `1.0` are not); raises `UsageError` otherwise."""
+    if type(score) is not int or score not in (1, -1):
+        raise UsageError(f"score must be 1 (the answer helped) or -1 (it did not), got {shown(repr(score))}")
+    return score
 
 
 def remember_answer(answers: OrderedDict[str, AnsweredRun], run_id: str, run: AnsweredRun, *,
@@ -702,16 +703,20 @@ HistoryArg = Annotated[list[Turn] | None, Field(description="Earlier turns, olde
 RefArg = Annotated[str | None, Field(description="A git revision (tag, branch, commit) to read: the session "
                                                  "indexed from it with `lotsman index REPO --ref REF`, among the "
                                                  "sessions of `session`'s repository. Omit for `session` itself.")]
-TopKArg = Annotated[int, Field(description=f"Passages to return (1-{MAX_SEARCH_RESULTS}).")]
+# Integer arguments are strict: the SDK would take `true`, `"3"` or `3.0` as 1 or 3 (issue 37, item 9). The bounds
+# are in the schema for the client and checked by `check_top_k` / `check_score`, whose message says what is valid.
+TopKArg = Annotated[int, Field(strict=True, description=f"Passages to return (1-{MAX_SEARCH_RESULTS}).",
+                               json_schema_extra={"minimum": 1, "maximum": MAX_SEARCH_RESULTS})]
 PathArg = Annotated[str, Field(description="File path relative to the indexed root, as in a citation.")]
-StartArg = Annotated[int, Field(description="First line (1-based).")]
-EndArg = Annotated[int, Field(description="Last line (inclusive; at most 400 lines in all).")]
+StartArg = Annotated[int, Field(strict=True, description="First line (1-based).")]
+EndArg = Annotated[int, Field(strict=True, description="Last line (inclusive; at most 400 lines in all).")]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 VOTE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 """A vote adds a row to the server's feedback store (and LangSmith): a write, though it changes no answer."""
 RunIdArg = Annotated[str, Field(description="The run_id of an `ask` answer.")]
-ScoreArg = Annotated[int, Field(description="1: the answer helped; -1: it did not.")]
+ScoreArg = Annotated[int, Field(strict=True, description="1: the answer helped; -1: it did not.",
+                                 json_schema_extra={"enum": [1, -1]})]
 CommentArg = Annotated[str | None, Field(description="Why, in a sentence or two (at most 2000 characters).")]
 
 

@@ -35,7 +35,7 @@ def test_remember_answer_keeps_the_latest_ones() -> None:
     assert MAX_REMEMBERED_ANSWERS >= 100
 
 
-@pytest.mark.parametrize("score", [0, 2, -2, True, False])
+@pytest.mark.parametrize("score", [0, 2, -2, True, False, "1", 1.0, -1.0, None])
 def test_check_score_refuses(score: Any) -> None:
     with pytest.raises(UsageError, match=r"score must be 1 \(the answer helped\) or -1 \(it did not\)"):
         check_score(score)

@@ -83,7 +83,7 @@ def test_check_history() -> None:
         check_history([Turn(role="user", content="x" * 70_000)])
 
 
-@pytest.mark.parametrize("top_k", [0, -1, MAX_SEARCH_RESULTS + 1, True])
+@pytest.mark.parametrize("top_k", [0, -1, MAX_SEARCH_RESULTS + 1, True, False, "3", 3.0, None])
 def test_check_top_k_refuses(top_k: int) -> None:
     with pytest.raises(UsageError, match=f"top_k must be from 1 to {MAX_SEARCH_RESULTS}"):
         check_top_k(top_k)
