@@ -1,0 +1,185 @@
+"""The numbers the HTML report shows, computed from run JSONs (`lotsman eval --out`), nothing else.
+
+Metric values are the JSON's own (per corpus, and `macro`); what the JSON holds only per case is derived
+here by the eval's own functions: recall@k for k = 1…10 (`evals.metrics.recall_at_k` over each case's
+`retrieved_files`), the fact budget (each case's `fact_trace`), latency distributions (`timings_ms`,
+`wall_ms`), and each case's outcome and the step where each missed fact was lost.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evals.metrics import mean_or_none, recall_at_k
+from stores.errors import LotsmanError
+
+MACRO = "macro"
+KS = tuple(range(1, 11))
+
+STEPS = (
+    ("all", "key facts of answerable cases"),
+    ("top5", "of cases with a gold file in the top five"),
+    ("candidates", "in the candidates"),
+    ("evidence", "in the evidence pack"),
+    ("reader", "in what the LLM reads"),
+    ("answer", "in the answer"),
+)
+"""The fact budget's steps, in order. `candidates` (the fused rows before the pack is filled) is not in the
+state the runner scores, so no run JSON records it: the report shows it as n/a."""
+
+LOST_AT = {"top5": "retrieval: no gold file in the top five", "evidence": "pack: not in the evidence",
+           "reader": "reading: not in what the LLM reads", "answer": "answer: read, not stated"}
+"""Where a missed fact dropped out: the step after the last one it reached."""
+
+OUTCOMES = ("all facts", "some facts", "no facts", "wrongly abstained", "rightly abstained",
+            "answered unanswerable")
+
+
+@dataclass(frozen=True)
+class Run:
+    label: str
+    source: str
+    data: dict[str, Any]
+
+    @property
+    def corpora(self) -> dict[str, dict[str, Any]]:
+        return self.data.get("corpora") or {}
+
+    def rows(self, corpus: str) -> list[dict[str, Any]]:
+        """The cases of one corpus, or of every corpus for `macro`."""
+        if corpus == MACRO:
+            return [r for name in self.corpora for r in self.rows(name)]
+        return list((self.corpora.get(corpus) or {}).get("results") or [])
+
+    def summary(self, corpus: str) -> dict[str, Any]:
+        return (self.data.get("macro") if corpus == MACRO else self.corpora.get(corpus)) or {}
+
+
+def load_run(path: Path) -> Run:
+    """A run JSON as written by `lotsman eval --out`; a missing or malformed file is one clear error."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LotsmanError(f"run JSON not found: {path}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LotsmanError(f"{path} is not a readable JSON file: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("corpora"), dict) or "macro" not in data:
+        raise LotsmanError(f"{path} is not an eval report (written by `lotsman eval --out`): no corpora and macro")
+    return Run(path.stem, str(path), data)
+
+
+def labelled(runs: Sequence[Run]) -> list[Run]:
+    """Runs whose labels repeat (two `out.json` from different folders) get their position appended."""
+    seen = [r.label for r in runs]
+    return [Run(f"{r.label} #{i + 1}", r.source, r.data) if seen.count(r.label) > 1 else r
+            for i, r in enumerate(runs)]
+
+
+def corpus_names(runs: Sequence[Run]) -> list[str]:
+    """Every corpus of any run, in first-seen order."""
+    return list(dict.fromkeys(name for run in runs for name in run.corpora))
+
+
+# --- per case --------------------------------------------------------------------------------------
+def _step_of(share: float | None, n: int) -> list[bool | None]:
+    # An older run without `fact_trace`: which facts reached a step is known only when all or none did.
+    if share is None:
+        return [None] * n
+    if share in (0.0, 1.0):
+        return [share == 1.0] * n
+    return [None] * n
+
+
+def facts_of(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per key fact of an answerable case: `fact`, each step reached (True/False, None: not measurable)
+    and `lost_at` (None when the answer states it)."""
+    facts = list(row.get("key_facts") or [])
+    if not row.get("answerable") or not facts:
+        return []
+    trace = row.get("fact_trace")
+    if not trace:
+        columns = {step: _step_of(row.get(key), len(facts)) for step, key in
+                   (("evidence", "evidence_key_fact_recall"), ("reader", "reader_key_fact_recall"),
+                    ("answer", "key_fact_coverage"))}
+        trace = [{"fact": f, **{s: columns[s][i] for s in columns}} for i, f in enumerate(facts)]
+    top5 = bool(row.get("recall_at_5"))
+    out = []
+    for t in trace:
+        steps = {"top5": top5, "candidates": None, "evidence": t.get("evidence"), "reader": t.get("reader"),
+                 "answer": t.get("answer")}
+        out.append({"fact": t["fact"], **steps, "lost_at": lost_at(steps)})
+    return out
+
+
+def lost_at(steps: dict[str, bool | None]) -> str | None:
+    """The step after the last one the fact reached (unknown steps skipped); None when it is in the answer."""
+    if steps.get("answer"):
+        return None
+    order = ["top5", "evidence", "reader", "answer"]
+    reached = [s for s in order if steps.get(s)]
+    if not reached:
+        return "top5"
+    after = order[order.index(reached[-1]) + 1:]
+    return next((s for s in after if steps.get(s) is not None), None)
+
+
+def outcome(row: dict[str, Any]) -> str:
+    """What the answer achieved: key facts stated (all, some, none), or the abstention right or wrong."""
+    if not row.get("answerable"):
+        return "rightly abstained" if row.get("abstained") else "answered unanswerable"
+    if row.get("abstained"):
+        return "wrongly abstained"
+    cov = row.get("key_fact_coverage")
+    return "all facts" if cov == 1.0 else "some facts" if cov else "no facts"
+
+
+# --- per corpus ------------------------------------------------------------------------------------
+def funnel(rows: Sequence[dict[str, Any]]) -> dict[str, int | None]:
+    """Facts at each step of the budget over the answerable cases; None for a step no case measured."""
+    facts = [f for r in rows for f in facts_of(r)]
+    counts: dict[str, int | None] = {"all": len(facts)}
+    for step, _ in STEPS[1:]:
+        known = [f[step] for f in facts if f[step] is not None]
+        counts[step] = sum(1 for v in known if v) if known else None
+    return counts
+
+
+def funnel_shares(run: Run, corpus: str) -> dict[str, float | None]:
+    """Each step's share of all key facts; the macro share is the unweighted mean over corpora (n/a
+    skipped), like every macro figure of the eval."""
+    if corpus == MACRO:
+        per = [funnel_shares(run, name) for name in run.corpora]
+        return {step: mean_or_none(p[step] for p in per) for step, _ in STEPS}
+    counts = funnel(run.rows(corpus))
+    total = counts["all"] or 0
+    return {step: (None if counts[step] is None or not total else (counts[step] or 0) / total) for step, _ in STEPS}
+
+
+def recall_curve(run: Run, corpus: str) -> list[float | None]:
+    """Mean recall@k over answerable cases for k = 1…10; macro: the mean over corpora."""
+    if corpus == MACRO:
+        per = [recall_curve(run, name) for name in run.corpora]
+        return [mean_or_none(p[i] for p in per) for i in range(len(KS))]
+    rows = [r for r in run.rows(corpus) if r.get("answerable")]
+    return [mean_or_none(recall_at_k(r.get("retrieved_files") or [], r.get("gold_paths") or [], k) for r in rows)
+            for k in KS]
+
+
+def latencies(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+    """Every case's milliseconds per node, plus `case wall` (the runner's wall time around the graph run)."""
+    nodes: dict[str, list[float]] = {}
+    for r in rows:
+        for node, ms in (r.get("timings_ms") or {}).items():
+            nodes.setdefault(node, []).append(float(ms))
+    walls = [float(r["wall_ms"]) for r in rows if r.get("wall_ms") is not None]
+    if walls:
+        nodes["case wall"] = walls
+    return nodes
+
+
+def tags_of(runs: Sequence[Run]) -> list[str]:
+    return sorted({t for run in runs for name in run.corpora for r in run.rows(name) for t in r.get("tags") or []})
