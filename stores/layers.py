@@ -20,6 +20,10 @@ class Layer(StrEnum):
     C1_SYMBOL_CATALOG = "C1_SYMBOL_CATALOG"
     C2_DEPENDENCY_GRAPH = "C2_DEPENDENCY_GRAPH"
     C3_ENTRYPOINTS = "C3_ENTRYPOINTS"
+    C7_CODE_FACTS = "C7_CODE_FACTS"
+    """Facts read from the AST (defaults, fields, options, constants, raises, environment variables, messages),
+    one row per fact with its exact lines (issue 38). Seed 003 keeps C4–C6 for the public API, behaviour
+    summaries and runtime traces, which Lotsman does not build."""
 
 
 DOCS_LAYERS: tuple[Layer, ...] = tuple(layer for layer in Layer if layer.value.startswith("D"))

@@ -1,4 +1,4 @@
-"""Code indexing pipeline: one Python file in, rows of the code layers (C0–C3) out (pure, no I/O)."""
+"""Code indexing pipeline: one Python file in, rows of the code layers (C0–C3, C7) out (pure, no I/O)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import warnings
 from stores.indexing.code.chunks import chunk_records
 from stores.indexing.code.dependencies import dependency_records
 from stores.indexing.code.entrypoints import entrypoint_records, find_entrypoints
+from stores.indexing.code.facts import fact_records
 from stores.indexing.code.module import build_context
 from stores.indexing.code.symbols import collect_symbols, symbol_records
 from stores.indexing.files import normalize_newlines
@@ -31,14 +32,14 @@ CodeResult = PipelineResult
 
 
 def index_python(path: str, text: str) -> CodeResult:
-    """Turn one Python file into C0–C3 rows (and D2 endpoint facts for its HTTP routes).
+    """Turn one Python file into C0–C3 and C7 rows (and D2 endpoint facts for its HTTP routes).
 
     Args:
         path: Path relative to the indexed root, with forward slashes.
         text: The file's source (any newline style).
 
     Returns:
-        Rows in layer order: C1 symbols, C0 chunks, C2 edges, C3 entrypoints, D2 endpoint facts.
+        Rows in layer order: C1 symbols, C0 chunks, C2 edges, C3 entrypoints, D2 endpoint facts, C7 facts.
 
     Raises:
         CodeParseError: The source is not valid Python (message: `syntax error at line N: ...`).
@@ -62,5 +63,6 @@ def index_python(path: str, text: str) -> CodeResult:
         *chunk_records(context, symbols),
         *dependency_records(context, symbols),
         *entry_rows,
+        *fact_records(context),
     ]
     return CodeResult(records=records)

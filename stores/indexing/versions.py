@@ -8,9 +8,10 @@ from __future__ import annotations
 
 DOCS_PIPELINE_VERSION = "docs-10"
 """Bump whenever the rows the docs pipeline produces for the same text change."""
-CODE_PIPELINE_VERSION = "code-2"
+CODE_PIPELINE_VERSION = "code-3"
 """Bump whenever the rows the code pipeline produces for the same text change (code-2: C3 entrypoints carry
-request/response models, auth, task queues and schedules, CLI options; issue 30)."""
+request/response models, auth, task queues and schedules, CLI options; issue 30; code-3: C7 code facts,
+issue 38)."""
 PIPELINE_VERSION = f"{DOCS_PIPELINE_VERSION}+{CODE_PIPELINE_VERSION}+1"
 """The parse cache key's version: old cache entries stop matching when a pipeline's output changes, and a
 session whose last job ran another version is re-indexed even when no file changed."""
