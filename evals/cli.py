@@ -3,6 +3,7 @@
     lotsman eval --suite dev                       # every corpus's dev set, per-corpus table + macro
     lotsman eval --suite holdout --corpus-set fastapi-ru,click
     lotsman eval DATASET --corpus PATH             # one dataset on a corpus folder
+    lotsman eval report RUN.json [RUN2.json …] --html FILE   # runs on disk as one HTML page
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "GIGACHAT_MODEL); by default the eval runs offline, with extractive answers")
     p.add_argument("--langsmith", action="store_true", help="also upload and run evaluate() on LangSmith")
     p.add_argument("--list", action="store_true", help="list the registered corpora and exit")
+    p.add_argument("runs", nargs="*", metavar="RUN.json",
+                   help="with DATASET `report`: run JSONs to render (`eval report RUN.json [RUN2.json …] --html FILE`; "
+                        "the first is the base the others are compared with)")
+    p.add_argument("--html", metavar="FILE",
+                   help="write the report as one self-contained HTML page (docs/api/eval_report.md)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -85,6 +91,10 @@ def handler(args: argparse.Namespace, settings: Any) -> int:
 
     if getattr(args, "list", False):
         return _list()
+    if args.dataset == "report" or getattr(args, "runs", None):
+        from evals.html_report.command import report_command
+
+        return report_command(args)
     jobs, notes, split = jobs_of(args)
     for note in notes:
         print(note, file=sys.stderr)
@@ -98,6 +108,10 @@ def handler(args: argparse.Namespace, settings: Any) -> int:
     if args.out:
         write_json(report, Path(args.out))
         print(f"wrote {args.out}")
+    if getattr(args, "html", None):
+        from evals.html_report.command import write_html
+
+        write_html(report, Path(args.html), Path(args.out).stem if args.out else "this run")
     if getattr(args, "langsmith", False):
         from evals.langsmith_eval import upload_and_evaluate
 
