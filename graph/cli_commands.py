@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from graph.names import check_name
 from graph.settings import Settings
 from graph.terminal import printable, undecodable
 from stores.errors import InvalidQuestionError, SessionNotFoundError, session_deleted
@@ -21,14 +22,21 @@ if TYPE_CHECKING:  # the graph's modules load only when a command needs them (a 
 
 
 def session_name(value: str) -> str:
-    """argparse type: a session name is not empty (an empty one would silently mean `default`) and is UTF-8
-    text (PostgreSQL cannot store the lone surrogates Python makes of other bytes)."""
-    if not value.strip():
-        raise argparse.ArgumentTypeError("the session name is empty: give one, e.g. --session docs")
-    if (byte := undecodable(value)) is not None:
-        raise argparse.ArgumentTypeError(f"the session name is not valid UTF-8 (byte {byte}): "
-                                         "name it in UTF-8, e.g. --session docs")
-    return value
+    """argparse type: a session name as `graph.names.check_name` takes it: not empty (an empty one would silently
+    mean `default`), UTF-8 text (PostgreSQL cannot store the lone surrogates Python makes of other bytes), no
+    control character, at most `MAX_NAME_CHARS` long."""
+    try:
+        return check_name(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}: give a name such as --session docs") from None
+
+
+def revision(value: str) -> str:
+    """argparse type: a git revision (`--ref`), checked as a session name is."""
+    try:
+        return check_name(value, "ref")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}: give a tag, branch or commit, e.g. --ref v1.0") from None
 
 
 def chat_thread(value: str) -> str:
@@ -322,7 +330,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ask", help="answer one question with citations")
     p.add_argument("question")
     p.add_argument("--session", default=None, type=session_name, help="the indexed session (default: default)")
-    p.add_argument("--ref", metavar="REF", type=session_name,
+    p.add_argument("--ref", metavar="REF", type=revision,
                    help="answer from the session indexed from this git revision (tag, branch or commit)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_ask)

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graph.errors import client_visible, validation_message
+from graph.names import check_name
 from graph.settings import MAX_LLM_SECONDS, MAX_TOKEN_CAP
 from nodes.context_retrieval.choices import DEFAULT_RANKER, Ranker, Retriever
 from stores.errors import InvalidInputError
@@ -56,11 +57,13 @@ class Context(BaseModel):
     def _names_a_session(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must name a session (created by `lotsman index PATH --session NAME`)")
-        return value
+        return check_name(value)  # no NUL (PostgreSQL's DataError), control character or endless name
 
-    @field_validator("ref")
+    @field_validator("ref", mode="before")
     @classmethod
-    def _names_a_revision(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("must name a git revision (a tag, branch or commit), or be left out")
+    def _names_a_revision(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if not value.strip():
+                raise ValueError("must name a git revision (a tag, branch or commit), or be left out")
+            check_name(value, "ref")  # before max_length: its message names the length, not the value
         return value

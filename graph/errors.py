@@ -70,7 +70,7 @@ def validation_message(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors(include_url=False):
         where = ".".join(str(p) for p in err["loc"]) or "input"
-        got = f" (got {err['input']!r})" if err["type"] != "missing" else ""
+        got = f" (got {shown(repr(err['input']))})" if err["type"] != "missing" else ""  # a 1 MB value: 80 characters
         parts.append(f"{where}: {err['msg'].removeprefix('Value error, ')}{got}")
     return "; ".join(parts)
 
@@ -85,6 +85,9 @@ MAX_SHOWN_CHARS = 80
 MAX_PUBLIC_CHARS = 1000
 """A message a remote client reads is cut here: a safety net under `shown`, which keeps echoes short."""
 
+_LONG_WORD = re.compile(rf"[^\s'\"]{{{MAX_SHOWN_CHARS + 1},}}")
+"""A run of more than `MAX_SHOWN_CHARS` characters with no space or quote: in a message, an echoed value (a path,
+ref or name a client sent); `public_message` shortens it as `shown` would."""
 _DSN = re.compile(r"\bpostgres(?:ql)?://\S*", re.IGNORECASE)
 _CONNINFO = re.compile(r"\b(?:host|hostaddr|port|dbname|user|password)\s*=\s*(?:'[^']*'|\S+)", re.IGNORECASE)
 _SERVER_AT = re.compile(r'\b(?:server|socket)\s+(?:at|on socket)?\s*"[^"]*"(?:,\s*port\s+\d+)?', re.IGNORECASE)
@@ -107,6 +110,14 @@ def redact(text: str) -> str:
     return _CONNINFO.sub(lambda m: m.group().split("=", 1)[0].rstrip() + "=<redacted>", text)
 
 
+def public_text(text: str) -> str:
+    """A message's text as a remote client reads it: one line, control characters escaped, connection details
+    redacted, each echoed value (a run of more than `MAX_SHOWN_CHARS` characters without a space or quote: a
+    path, a ref, a name) cut there with `…`, at most `MAX_PUBLIC_CHARS` in all. Idempotent."""
+    text = _LONG_WORD.sub(lambda m: m.group()[:MAX_SHOWN_CHARS] + "…", redact(" ".join(text.split())))
+    return shown(text, MAX_PUBLIC_CHARS)
+
+
 def _database_down(exc: BaseException) -> bool:
     if isinstance(exc, DatabaseUnavailableError):
         return True
@@ -119,11 +130,12 @@ def _database_down(exc: BaseException) -> bool:
 def public_message(exc: BaseException) -> str:
     """The one line a remote client (HTTP API, MCP) reads for `exc`; the server's log keeps the detail.
 
-    Our errors keep their text (what the client did wrong and what to do), on one line with control
-    characters escaped and connection details redacted. The database's failures (unreachable, lost, the
-    embedded server not starting, no pgvector) are a fixed sentence: their text names the data folder, the
-    socket path, or the host, port, database and user of `DATABASE_URL`, which are the server's business, and
-    nothing in them is the client's to fix. Any other error is its class name only.
+    Our errors keep their text (what the client did wrong and what to do) as `public_text` gives it: one line,
+    control characters escaped, connection details redacted, an echoed value cut at `MAX_SHOWN_CHARS`.
+    The database's failures (unreachable, lost, the embedded server not starting, no pgvector) are a fixed
+    sentence: their text names the data folder, the socket path, or the host, port, database and user of
+    `DATABASE_URL`, which are the server's business, and nothing in them is the client's to fix. Any other
+    error is its class name only.
     """
     if isinstance(exc, EmbeddedServerError):
         return EMBEDDED_DOWN
@@ -132,7 +144,7 @@ def public_message(exc: BaseException) -> str:
     if _database_down(exc):
         return DATABASE_DOWN
     if isinstance(exc, LotsmanError):
-        return shown(redact(" ".join(str(exc).split())), MAX_PUBLIC_CHARS)
+        return public_text(str(exc))
     return f"unexpected {type(exc).__name__} (details in the server's log)"
 
 

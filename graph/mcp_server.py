@@ -26,7 +26,16 @@ from mcp.shared.message import SessionMessage
 from mcp.types import ErrorData, JSONRPCError, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from graph.errors import DATABASE_DOWN, EMBEDDED_DOWN, NO_PGVECTOR, public_message, shown, validation_message
+from graph.errors import (
+    DATABASE_DOWN,
+    EMBEDDED_DOWN,
+    NO_PGVECTOR,
+    public_message,
+    public_text,
+    shown,
+    validation_message,
+)
+from graph.names import check_name
 from graph.settings import Settings
 from graph.terminal import printable, undecodable
 from stores.errors import (
@@ -230,8 +239,8 @@ def choose_session(requested: str | None, names: Sequence[str], default: str) ->
 
 def shown_names(names: Sequence[str]) -> str:
     """Up to `LISTED_SESSION_NAMES` names for a one-line message."""
-    shown = ", ".join(printable(n) for n in names[:LISTED_SESSION_NAMES])
-    return shown + (f", … ({len(names) - LISTED_SESSION_NAMES} more)" if len(names) > LISTED_SESSION_NAMES else "")
+    listed = ", ".join(shown(n) for n in names[:LISTED_SESSION_NAMES])
+    return listed + (f", … ({len(names) - LISTED_SESSION_NAMES} more)" if len(names) > LISTED_SESSION_NAMES else "")
 
 
 def check_question(question: str, what: str = "question") -> str:
@@ -264,6 +273,22 @@ def check_history(history: Sequence[Turn] | None) -> list[Turn]:
         if (byte := undecodable(turn.content)) is not None:
             raise InvalidQuestionError(f"a history turn is not valid UTF-8 (byte {byte}): send it as UTF-8 text")
     return turns
+
+
+def check_target(session: str | None, ref: str | None) -> None:
+    """Refuse, before any database work, a session name or ref no session can have (`graph.names.check_name`: a
+    NUL byte, a control character, over `MAX_NAME_CHARS`); a blank one is left to `choose_session` and `_pick`.
+
+    Raises:
+        UsageError: one line saying what is wrong (the value is not echoed: it is the wrong part).
+    """
+    for value, what, hint in ((session, "session name", "a name list_sessions shows"),
+                              (ref, "ref", "a tag, branch or commit list_sessions shows")):
+        if value is not None and value.strip():
+            try:
+                check_name(value, what)
+            except ValueError as exc:
+                raise UsageError(f"{exc}: pass {hint}") from None
 
 
 def check_top_k(top_k: Any) -> int:
@@ -448,7 +473,7 @@ class LotsmanTools:
                 session = find_session(conn, name)
         if session is None:
             known = f"indexed sessions: {shown_names(sorted(revisions))}" if revisions else "none is indexed yet"
-            raise SessionNotFoundError(f"no session '{printable(name)}' ({known}): pass a name from list_sessions")
+            raise SessionNotFoundError(f"no session '{shown(name)}' ({known}): pass a name from list_sessions")
         revision = revisions.get(session.name)
         return session.name, session.rag_session_id, revision.commit if revision else None
 
@@ -457,6 +482,7 @@ class LotsmanTools:
 
     async def ask(self, question: str, session: str | None = None, history: Sequence[Turn] | None = None,
                   ref: str | None = None) -> AskResult:
+        check_target(session, ref)
         text = check_question(question)
         turns = check_history(history)
         await self._warmed()
@@ -501,7 +527,7 @@ class LotsmanTools:
         with self._answers_lock:
             run = self._answered.get(key)
         if run is None:
-            raise UsageError(f"no answer with run_id '{printable(key[:80])}' on this server: pass the run_id of one of "
+            raise UsageError(f"no answer with run_id '{shown(key)}' on this server: pass the run_id of one of "
                              f"the last {MAX_REMEMBERED_ANSWERS} `ask` answers since it started")
         feedback_id = await self._db(self._record_vote, key, run, vote, comment)
         return FeedbackResult(feedback_id=feedback_id, run_id=key, score=vote)
@@ -516,6 +542,7 @@ class LotsmanTools:
 
     async def search(self, query: str, session: str | None = None, top_k: int = DEFAULT_SEARCH_RESULTS,
                      ref: str | None = None) -> SearchResult:
+        check_target(session, ref)
         text = check_question(query, "query")
         limit = check_top_k(top_k)
         await self._warmed()
@@ -547,6 +574,7 @@ class LotsmanTools:
         from stores.reading import check_range, read_indexed_lines
 
         check_range(start_line, end_line)  # before any database work
+        check_target(session, ref)
         name, session_id, _ = await self._db(self._pick, session, ref)
 
         def read_now() -> ReadResult:
@@ -683,9 +711,9 @@ class LotsmanMCPServer(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
-                raise ToolError(f"Error executing tool {name}: invalid arguments: "
-                                f"{printable(validation_message(exc.__cause__))}") from None
-            raise
+                raise ToolError(public_text(f"Error executing tool {shown(name)}: invalid arguments: "
+                                            f"{validation_message(exc.__cause__)}")) from None
+            raise ToolError(public_text(str(exc))) from None  # the SDK's own (`Unknown tool: <name>`) echo too
 
     async def run_stdio_async(self) -> None:
         """The SDK's stdio transport, with each line it cannot read answered (`AnsweringBadLines`)."""

@@ -134,3 +134,52 @@ async def test_mcp_tools_name_no_database_detail(exc: BaseException, at_build: b
     [content] = result.content
     assert not any(s in content.text for s in SECRETS), content.text
     assert "see the server's log" in content.text and "\n" not in content.text
+
+
+# --- issue 37, item 10: what MCP echoes of a user's value is short ---------------------------------------------
+
+
+def test_public_message_shortens_a_long_echo() -> None:
+    from stores.errors import UsageError
+
+    path = "a/" + "b" * 998
+    message = public_message(UsageError(f"{path} is not in session 'docs': use a path as `search` gives it"))
+    assert message == f"{path[:80]}… is not in session 'docs': use a path as `search` gives it"
+    quoted = public_message(SessionNotFoundError(f"no session '{'s' * 500}' (indexed sessions: docs)"))
+    assert quoted == f"no session '{'s' * 80}…' (indexed sessions: docs)"
+    assert len(public_message(SessionNotFoundError("x " * 5000))) <= 1001  # many short words: cut as a whole
+
+
+class EchoingTools(LotsmanTools):
+    """A stores error that quotes the user's path, as `read_indexed_lines` does."""
+
+    async def read(self, session: str | None, path: str, start_line: int, end_line: int, ref: str | None = None
+                   ) -> Any:
+        from stores.errors import UsageError
+
+        raise UsageError(f"{path} is not in session 'docs': use a path as `search` or a citation gives it")
+
+
+@pytest.mark.parametrize(("tool", "arguments", "echo"), [
+    ("read", {"path": "p" * 1000, "start_line": 1, "end_line": 2}, "p" * 80 + "…"),
+    ("feedback", {"run_id": "r" * 1_000_000, "score": 1}, "r" * 80 + "…"),
+    ("search", {"query": "q", "top_k": "k" * 1_000_000}, "'" + "k" * 79 + "…"),
+    ("feedback", {"run_id": "r1", "score": "s" * 1_000_000}, "'" + "s" * 79 + "…"),
+    ("feedback", {"run_id": "r1\x1b[2J\n", "score": 1}, "r1\\x1b[2J"),
+], ids=["read-path", "run-id", "top-k", "score", "run-id-control-chars"])
+async def test_mcp_errors_echo_at_most_80_characters_of_a_value(tool: str, arguments: dict[str, Any],
+                                                                echo: str) -> None:
+    async with Client(build_server(EchoingTools(Settings()))) as client:
+        result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    [content] = result.content
+    assert echo in content.text, content.text[:400]
+    assert len(content.text) < 400 and "\n" not in content.text and "\x1b" not in content.text, content.text[:400]
+
+
+async def test_an_unknown_tool_name_is_echoed_short() -> None:
+    async with Client(build_server(EchoingTools(Settings()))) as client:
+        result = await client.call_tool("x" * 1_000_000 + "\x1b[2J", {})
+    assert result.is_error
+    [content] = result.content
+    assert content.text == "Unknown tool: " + "x" * 80 + "…", content.text[:200]
