@@ -67,8 +67,16 @@ def _run_column(run: Run, i: int, row: dict[str, Any] | None) -> str:
             f'<span class="badge o-{slug(outcome(row))}">{escape(outcome(row))}</span></h4>'
             f"<p class=small>route: {escape(str(row.get('route') or ''))} {route_ok} · answer mode: {mode}{llm} · "
             f"{row.get('citations', 0)} citations · gate: {escape(str(gate.get('reason') or ''))}</p>"
+            f"<p class=small>{_figures(row)}</p>"
             f"<p class=small>top five retrieved (gold ✓):</p><ol class=small>{top5}</ol>"
             f"{_facts_table(row)}<pre class=answer>{answer_html(str(row.get('answer') or ''), gold)}</pre></div>")
+
+
+def _figures(row: dict[str, Any]) -> str:
+    """The case's own figures, as the JSON has them (n/a for an unanswerable case)."""
+    return " · ".join(f"{label} {'n/a' if row.get(key) is None else format(row[key], '.2f')}" for label, key in
+                      (("recall@5", "recall_at_5"), ("MRR", "mrr"), ("evidence facts", "evidence_key_fact_recall"),
+                       ("strict key facts", "key_fact_coverage"), ("lead citation in gold", "lead_citation_in_gold")))
 
 
 def _color(i: int) -> str:
