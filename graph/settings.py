@@ -28,6 +28,9 @@ MAX_FILE_BYTES = 100_000_000
 MAX_MILLISECONDS = 600_000
 """A lane's statement budget or the watch debounce: ten minutes (PostgreSQL's `statement_timeout` itself
 stops at 2^31 − 1 ms: a bigger budget would fail every question)."""
+MIN_AUTH_TOKEN_CHARS = 16
+"""`LOTSMAN_AUTH_TOKEN` shorter than this is refused at start-up: a token is the only thing between the network and
+every session (and indexing); 16 random characters are far beyond guessing through HTTP requests."""
 
 
 class GigaChatSettings(BaseSettings):
@@ -145,11 +148,32 @@ def env_errors(exc: ValidationError, model: type[BaseSettings]) -> list[str]:
     return parts
 
 
+def auth_token_problem(raw: str) -> str | None:
+    """Why `LOTSMAN_AUTH_TOKEN` (set, surrounding whitespace already cut) cannot guard a server, or None.
+
+    A blank token used to be taken as set, and no request could match it: everyone was locked out (or, where
+    an empty string reads as "no token", the server was open while its operator thought it guarded). A header
+    carries visible ASCII only (`Authorization: Bearer <token>`, `X-Api-Key`), so a token with a space, a
+    control character or non-ASCII letters could never be sent either. The value is never repeated.
+    """
+    if not raw:
+        return (f"is blank: set a token of at least {MIN_AUTH_TOKEN_CHARS} characters, or unset the variable to run "
+                "without one")
+    if not all("!" <= ch <= "~" for ch in raw):
+        return ("holds a character a request header cannot carry (spaces, control characters and non-ASCII "
+                "letters): use printable ASCII only")
+    if len(raw) < MIN_AUTH_TOKEN_CHARS:
+        return (f"is {len(raw)} characters long: use at least {MIN_AUTH_TOKEN_CHARS} "
+                "(for example `python -c 'import secrets; print(secrets.token_urlsafe(24))'`)")
+    return None
+
+
 def load_settings() -> Settings:
     """Settings from the environment, every unusable variable named in one `SettingsError`.
 
     GigaChat's settings are read first and on their own: read through `Settings`' default factory, their
-    error would hide every other one.
+    error would hide every other one. `LOTSMAN_AUTH_TOKEN` is checked here, at start-up (`auth_token_problem`),
+    and kept without surrounding whitespace (a file's trailing newline); settings built in code are not.
     """
     problems: list[str] = []
     try:
@@ -161,6 +185,13 @@ def load_settings() -> Settings:
         settings = Settings(gigachat=gigachat)
     except ValidationError as exc:
         problems += env_errors(exc, Settings)
+    else:
+        if settings.auth_token is not None:
+            raw = settings.auth_token.get_secret_value().strip()
+            problem = auth_token_problem(raw)
+            if problem is not None:
+                problems.append(f"LOTSMAN_AUTH_TOKEN: {problem}")
+            settings.auth_token = SecretStr(raw)
     if problems:
         raise SettingsError(f"{'; '.join(problems)}: fix or unset the variable")
     return settings

@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.e2e.conftest import SMALL_CORPUS, VENV_BIN, DevServer, running_dev_server
 
 TOOLS = {"list_sessions", "ask", "search", "read", "feedback"}
-TOKEN = "e2e-token-7f3a"
+TOKEN = "e2e-token-7f3a-mcp"  # LOTSMAN_AUTH_TOKEN needs 16 characters (issue 37 item 15)
 QUESTION = "Как настроить CORS в приложении?"
 
 

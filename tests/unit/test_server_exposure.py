@@ -136,7 +136,7 @@ def test_lotsman_serve_on_all_addresses_without_a_token_is_one_line(capsys: pyte
 @pytest.mark.parametrize(("argv", "env", "open_env"), [
     (["serve", "--host", "0.0.0.0", "--insecure-no-auth"], {}, "true"),
     (["serve", "--host", "0.0.0.0"], {"LOTSMAN_INSECURE_NO_AUTH": "true"}, "true"),
-    (["serve", "--host", "0.0.0.0"], {"LOTSMAN_AUTH_TOKEN": "s3cret"}, None),
+    (["serve", "--host", "0.0.0.0"], {"LOTSMAN_AUTH_TOKEN": "s3cret-s3cret-s3cret"}, None),
     (["serve"], {}, None),  # 127.0.0.1: one user on their own machine
 ], ids=["flag", "env", "token", "loopback"])
 def test_lotsman_serve_starts_with_a_token_an_explicit_opt_out_or_on_loopback(
