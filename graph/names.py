@@ -33,5 +33,5 @@ def check_name(value: str, what: str = "session name") -> str:
         raise ValueError(f"the {what} is {len(value)} characters long: at most {MAX_NAME_CHARS}")
     if printable(value) != value:
         bad = next(ch for ch in value if printable(ch) != ch)
-        raise ValueError(f"the {what} holds the control character {printable(bad)}: use printable characters")
+        raise ValueError(f"the {what} holds the control character {printable(bad)}")
     return value
