@@ -10,6 +10,7 @@ from typing import Any
 
 from evals.html_report.compare import Comparison
 from evals.html_report.model import LOST_AT, OUTCOMES, Run, corpus_names, facts_of, outcome, tags_of
+from evals.html_report.svg import color
 
 CITATION = re.compile(r"\[([^\[\]\s]+?):(\d+)(?:-(\d+))?\]")
 
@@ -51,7 +52,7 @@ def _facts_table(row: dict[str, Any]) -> str:
 
 def _run_column(run: Run, i: int, row: dict[str, Any] | None) -> str:
     if row is None:
-        return f'<div><h4><span class="swatch" style="background:{_color(i)}"></span>{escape(run.label)}</h4>' \
+        return f'<div><h4><span class="swatch" style="background:{color(i)}"></span>{escape(run.label)}</h4>' \
                '<p class="muted">not in this run</p></div>'
     gold = list(row.get("gold_paths") or [])
     top5 = "".join(f'<li class="gold">✓ {escape(p)}</li>' if p in gold else f"<li>{escape(p)}</li>"
@@ -63,7 +64,7 @@ def _run_column(run: Run, i: int, row: dict[str, Any] | None) -> str:
     llm = f" · reason: {escape(str(reason))}" if reason and reason != "offline" else ""
     llm += f" · citations removed: {removed:.2f}" if removed is not None else ""
     gate = row.get("gate") or {}
-    return (f'<div><h4><span class="swatch" style="background:{_color(i)}"></span>{escape(run.label)} '
+    return (f'<div><h4><span class="swatch" style="background:{color(i)}"></span>{escape(run.label)} '
             f'<span class="badge o-{slug(outcome(row))}">{escape(outcome(row))}</span></h4>'
             f"<p class=small>route: {escape(str(row.get('route') or ''))} {route_ok} · answer mode: {mode}{llm} · "
             f"{row.get('citations', 0)} citations · gate: {escape(str(gate.get('reason') or ''))}</p>"
@@ -77,12 +78,6 @@ def _figures(row: dict[str, Any]) -> str:
     return " · ".join(f"{label} {'n/a' if row.get(key) is None else format(row[key], '.2f')}" for label, key in
                       (("recall@5", "recall_at_5"), ("MRR", "mrr"), ("evidence facts", "evidence_key_fact_recall"),
                        ("strict key facts", "key_fact_coverage"), ("lead citation in gold", "lead_citation_in_gold")))
-
-
-def _color(i: int) -> str:
-    from evals.html_report.svg import color
-
-    return color(i)
 
 
 def _change_of(comparisons: Sequence[Comparison], corpus: str, cid: str) -> str:
