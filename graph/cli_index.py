@@ -46,6 +46,7 @@ def _unchanged(root: Path, revision: Any, args: argparse.Namespace, settings: Se
     (~0.1 s of CPU a no-op does not need); a real job opens the pool afterwards.
     """
     from stores.database import EMBEDDED_HINT, EXTERNAL_HINT, connect, ensure_pgvector, resolve_database_url
+    from stores.indexing.files import check_folder_size
     from stores.indexing.unchanged import unchanged_report
     from stores.schema import ensure_tables
     from stores.sessions import find_session
@@ -55,6 +56,9 @@ def _unchanged(root: Path, revision: Any, args: argparse.Namespace, settings: Se
         ensure_pgvector(conn)  # a new database gets the extension before its tables, as the pool would do
         ensure_tables(conn)
         session = find_session(conn, args.session)
+        if revision is None:  # before the no-op check's stat walk: `lotsman index /` must not walk the disk
+            check_folder_size(root, allow_large=args.yes,
+                              known_root=session is not None and session.root_path == str(root.resolve()))
         if session is None or args.full or args.rebuild:
             return session, None
         return session, unchanged_report(conn, session, root, max_bytes=settings.max_file_bytes,
@@ -66,8 +70,6 @@ def _run_index(db: Any, session: Any, root: Path, args: argparse.Namespace, sett
     from stores.embedders import make_embedder
     from stores.indexing.service import index_repository
 
-    if args.ref is None:
-        _confirm_size(root, args, known_root=session is not None and session.root_path == str(root.resolve()))
     embedder_name = args.embedder or (session.embedder if session else None) or settings.embedder
     embedder = make_embedder(embedder_name, settings)
     # --rebuild builds the new generation beside the old one (in the new embedder's table when it
@@ -76,23 +78,8 @@ def _run_index(db: Any, session: Any, root: Path, args: argparse.Namespace, sett
                               incremental=not args.full, max_bytes=settings.max_file_bytes,
                               batch_size=settings.embed_batch_size, progress=ProgressBar(),
                               parse_workers=settings.parse_workers, rebuild=args.rebuild, ref=args.ref,
-                              check_unchanged=False)
+                              check_unchanged=False, allow_large=args.yes)
     return report, embedder.name
-
-
-def _confirm_size(root: Path, args: argparse.Namespace, *, known_root: bool) -> None:
-    """Refuse, before anything is read or written, a folder far larger than a repository (`index /`),
-    unless `--yes` says it is meant."""
-    from stores.errors import IndexingError
-    from stores.indexing.files import CONFIRM_ABOVE_FILES, count_candidates, escaped_path, needs_confirmation
-
-    if args.yes or known_root or not root.is_dir():
-        return
-    count = count_candidates(root, stop_after=CONFIRM_ABOVE_FILES)
-    if needs_confirmation(count, known_root=known_root, confirmed=args.yes):
-        raise IndexingError(
-            f"{printable(escaped_path(str(root)))} holds more than {CONFIRM_ABOVE_FILES} .md/.py files (a system or "
-            "home folder, not a repository?): nothing was indexed; pass --yes to index it anyway")
 
 
 def _print_index_report(report: Any, embedder: str, *, verbose: bool) -> None:
@@ -103,7 +90,7 @@ def _print_index_report(report: Any, embedder: str, *, verbose: bool) -> None:
         source = f" from {printable(report.revision['ref'])} @ {report.revision['commit'][:12]}"
     print(f"session '{printable(report.session)}' ({report.kind}{source}, embedder {embedder}): "
           f"{report.files_seen} files seen, {report.files_indexed} indexed, {report.files_unchanged} unchanged, "
-          f"{report.files_deleted} deleted, {len(report.skipped)} skipped")
+          f"{report.files_deleted} deleted, {len(report.skipped)} skipped{_empty_note(report)}")
     if report.noop:
         print(f"nothing changed since the last index job: parsed 0, from cache 0, embedded 0 rows, wrote 0 rows "
               f"(checked in {t.get('total', 0):.2f}s)")
@@ -121,10 +108,19 @@ def _print_index_report(report: Any, embedder: str, *, verbose: bool) -> None:
     for s in report.skipped:
         print(f"skipped {printable(s.path)}: {printable(s.reason)}")
     if verbose:
+        for path in report.empty:
+            print(f"empty {printable(path)}")
         for w in report.warnings:
             print(f"warning {printable(w)}")
     elif report.warnings:
         print(f"{len(report.warnings)} warnings (-v to list)")
+
+
+def _empty_note(report: Any) -> str:
+    """`, 12 empty .py files` for the empty modules (mostly `__init__.py`): counted, not listed as skipped
+    (they are normal, and a package of 30 folders printed 30 `skipped …: empty file` lines); `-v` lists them."""
+    n = len(report.empty)
+    return f", {n} empty .py file{'s' if n != 1 else ''}" if n else ""
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -1,8 +1,17 @@
-"""The index graph: indexes a repository through the same API as the QA graph (one node, a job report)."""
+"""The index graph: indexes a repository through the same API as the QA graph (one node, a job report).
+
+The job runs on a thread. Cancelling the run (langgraph-api cancels the run's asyncio task: `runs.cancel`,
+a client that disconnects from a streamed run) sets the job's cancel event: the job stops at its next batch,
+rolls back, and its row is failed with `cancelled ...`; the session keeps its previous index. The node
+waits for the job to have stopped before the run ends, so the worker and the session's lock are free when
+the run shows as cancelled (a second cancel stops that wait; the job still stops by itself).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +39,9 @@ class IndexInput(TypedDict, total=False):
     ref: str
     """A git revision (tag, branch or commit) of the repository at `path`, read from git's object store
     without touching the working tree (CLI `--ref`)."""
+    allow_large: bool
+    """Index a folder with more than 5000 `.md`/`.py` files (default false: such a folder is refused with
+    one error before anything is read, unless the session was built from it; CLI `--yes`)."""
 
 
 class IndexOutput(TypedDict, total=False):
@@ -52,6 +64,7 @@ class IndexRequest(BaseModel):
     incremental: bool = Field(default=True, strict=True)
     rebuild: bool = Field(default=False, strict=True)
     ref: str | None = Field(default=None, strict=True)
+    allow_large: bool = Field(default=False, strict=True)
 
     @field_validator("session", "embedder", "ref")
     @classmethod
@@ -79,13 +92,23 @@ def build_index_graph(deps: GraphDeps | None = None) -> Any:
         request = IndexRequest.from_state(state)
         settings = deps.settings
         embedder = deps.embedder or make_embedder(request.embedder or settings.embedder, settings)
-        report = await asyncio.to_thread(
+        cancel = threading.Event()
+        job = asyncio.ensure_future(asyncio.to_thread(
             index_repository, deps.database(), Path(request.path),
             session_name=request.session or settings.default_session, embedder=embedder,
             incremental=request.incremental, max_bytes=settings.max_file_bytes,
             batch_size=settings.embed_batch_size, parse_workers=settings.parse_workers, rebuild=request.rebuild,
-            ref=request.ref,
-        )
+            ref=request.ref, allow_large=request.allow_large, cancel=cancel,
+        ))
+        job.add_done_callback(_retrieved)
+        try:
+            # shielded: a cancel of this task must not merely stop the await while the thread commits
+            report = await asyncio.shield(job)
+        except asyncio.CancelledError:
+            cancel.set()
+            with contextlib.suppress(Exception):  # the job's IndexCancelledError (or its commit, if it won)
+                await asyncio.shield(job)
+            raise
         return {"report": report_dict(report)}
 
     builder = StateGraph(IndexState, input_schema=IndexInput, output_schema=IndexOutput)
@@ -93,6 +116,13 @@ def build_index_graph(deps: GraphDeps | None = None) -> Any:
     builder.add_edge(START, "index_repository")
     builder.add_edge("index_repository", END)
     return builder.compile(name="lotsman_index")
+
+
+def _retrieved(job: asyncio.Future[Any]) -> None:
+    """Mark the job's outcome as seen: after a second cancel nobody awaits it (no "exception was never
+    retrieved" in the server's log for a cancel that worked)."""
+    if not job.cancelled():
+        job.exception()
 
 
 def report_dict(report: Any) -> dict[str, Any]:

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from stores.errors import IndexingError
+
 DEFAULT_MAX_BYTES = 1_000_000
 DEFAULT_INCLUDE_EXTS: tuple[str, ...] = (".md", ".markdown", ".py")
 
@@ -18,7 +20,9 @@ IGNORED_DIR_NAMES = frozenset({"node_modules", "__pycache__", "__pypackages__", 
 _BINARY_SNIFF_BYTES = 8192
 
 CONFIRM_ABOVE_FILES = 5000
-"""`lotsman index` asks for `--yes` before a folder with more candidate files than this. The standard library
+"""Every index job of a folder (`lotsman index`, the index graph, `watch`, hooks: `index_repository`'s
+`allow_large`) refuses a folder with more candidate files than this unless told it is meant (`--yes`,
+`allow_large: true`), or it is the folder the session was built from. The standard library
 (729 files → 73k rows) takes 2.5–3 minutes cold with `use` on 2 cores, so 5,000 files is ~20 minutes and
 ~500k rows: larger than any repository we measured (the eval corpora have 17–174 files), while the paths
 that reach it by mistake are far larger (`/usr` here: 21k `.py`/`.md` files; `/` or a home folder more)."""
@@ -27,6 +31,8 @@ BACKSLASH_IS_SEPARATOR = os.sep == "\\"
 """Whether `\\` separates folders in this system's paths (Windows). On POSIX it is a name character: the walk
 stores `back\\slash.md` verbatim, so a path is never rewritten there before it is looked up."""
 
+EMPTY_FILE = "empty file"
+EMPTY_WHITESPACE = "empty file (whitespace only)"
 NON_UTF8_FILE = "file name is not valid UTF-8: rename it to index it"
 NON_UTF8_DIR = "folder name is not valid UTF-8: rename it to index its files"
 
@@ -53,6 +59,12 @@ class SkippedFile:
     """Path relative to the root, with forward slashes."""
     reason: str
     """Human reason, e.g. "binary file" or "too large: 2000000 bytes > limit 1000000"."""
+
+
+def is_empty_module(skip: SkippedFile) -> bool:
+    """An empty (or whitespace-only) `.py` file: a package's `__init__.py` most often, normal and nothing to
+    fix. Reports count these instead of listing them among the skipped files (empty `.md` pages stay listed)."""
+    return skip.path.lower().endswith(".py") and skip.reason in (EMPTY_FILE, EMPTY_WHITESPACE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,9 +281,38 @@ def count_candidates(
 
 def needs_confirmation(candidates: int, *, limit: int = CONFIRM_ABOVE_FILES, confirmed: bool = False,
                        known_root: bool = False) -> bool:
-    """Whether `lotsman index` must stop and ask for `--yes`: more candidates than `limit`, not confirmed,
+    """Whether an index job must stop and ask for confirmation: more candidates than `limit`, not confirmed,
     and not the folder the session was already built from (its size was accepted then)."""
     return candidates > limit and not confirmed and not known_root
+
+
+class TooManyFilesError(IndexingError):
+    """A folder with more than `CONFIRM_ABOVE_FILES` candidate files, not confirmed: nothing was read or
+    written (`check_folder_size`)."""
+
+
+def check_folder_size(root: Path, *, allow_large: bool = False, known_root: bool = False,
+                      limit: int = CONFIRM_ABOVE_FILES) -> None:
+    """Refuse, before anything is read or written, a folder far larger than a repository (`index /`).
+
+    The count stops at `limit + 1` candidates (`count_candidates`): `/` is refused after ~1 s of walking
+    instead of every file on the disk being read into memory.
+
+    Args:
+        allow_large: the caller confirmed it (`lotsman index --yes`, the index graph's `allow_large`).
+        known_root: `root` is the folder the session was built from (its size was accepted then).
+
+    Raises:
+        TooManyFilesError: more than `limit` candidates and neither flag.
+    """
+    if allow_large or known_root or not root.is_dir():
+        return
+    count = count_candidates(root, stop_after=limit)
+    if needs_confirmation(count, limit=limit, confirmed=allow_large, known_root=known_root):
+        raise TooManyFilesError(
+            f"{escaped_path(str(root))} holds more than {limit} .md/.py files (a system or home folder, not a "
+            "repository?): nothing was indexed; to index it anyway pass --yes (`lotsman index`) or "
+            "allow_large: true (the lotsman_index graph)")
 
 
 def read_source_file(
@@ -393,7 +434,7 @@ def vet_bytes(rel: str, data: bytes, max_bytes: int, *, abs_path: Path) -> Sourc
     if len(data) > max_bytes:
         return SkippedFile(rel, f"too large: {len(data)} bytes > limit {max_bytes}")
     if not data:
-        return SkippedFile(rel, "empty file")
+        return SkippedFile(rel, EMPTY_FILE)
     if b"\0" in data[:_BINARY_SNIFF_BYTES]:
         return SkippedFile(rel, "binary file (NUL byte)")
     try:
@@ -402,5 +443,5 @@ def vet_bytes(rel: str, data: bytes, max_bytes: int, *, abs_path: Path) -> Sourc
         return SkippedFile(rel, f"invalid UTF-8 at byte {error.start}")
     text = normalize_newlines(text.removeprefix("\ufeff"))
     if not text.strip():
-        return SkippedFile(rel, "empty file (whitespace only)")
+        return SkippedFile(rel, EMPTY_WHITESPACE)
     return SourceFile(path=rel, abs_path=abs_path, text=text, blob_sha=git_blob_sha(data))

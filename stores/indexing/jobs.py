@@ -9,11 +9,21 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from stores.indexing.files import SkippedFile
+from stores.errors import LotsmanError
+from stores.indexing.files import SkippedFile, is_empty_module
 
 INTERRUPTED = ("interrupted: the process running this job ended before finishing it (killed or crashed); "
                "the session keeps its previous index — run the index again")
 """The error of a job found `running` with nobody running it (`finished_at` is when that was found)."""
+
+CANCELLED = "cancelled before the job committed: its rows were rolled back and the session keeps its previous index"
+"""The error of a job stopped through its cancel event (the index graph's run was cancelled)."""
+
+
+class IndexCancelledError(LotsmanError):
+    """An index job stopped at a batch because its cancel event was set: nothing of it went live."""
+
+    exit_code = 130
 
 
 @dataclass
@@ -40,8 +50,24 @@ class IndexReport:
     revision: dict[str, str] | None = None
     """`{"repo", "ref", "commit"}` when the job read a git revision (`--ref`)."""
     skipped: list[SkippedFile] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)
+    """Empty `.py` files (`files.is_empty_module`, mostly `__init__.py`): not indexed like the skipped ones,
+    but only counted (`files_empty`), not listed: they are normal."""
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+
+    def add_skips(self, skips: list[SkippedFile]) -> None:
+        """Record files that were not indexed: empty modules into `empty`, the others into `skipped`."""
+        for skip in skips:
+            if is_empty_module(skip):
+                self.empty.append(skip.path)
+            else:
+                self.skipped.append(skip)
+
+    @property
+    def not_indexed(self) -> set[str]:
+        """Paths of every file this job found but could not index (skipped or empty): a diff keeps their rows."""
+        return {s.path for s in self.skipped} | set(self.empty)
 
     @property
     def reembedded_share(self) -> float | None:
@@ -51,7 +77,9 @@ class IndexReport:
         return round(self.embedded / total, 4) if total else None
 
     def counts(self) -> dict:
-        out = {k: v for k, v in self.__dict__.items() if k not in ("skipped", "warnings", "session", "job_id")}
+        out = {k: v for k, v in self.__dict__.items()
+               if k not in ("skipped", "empty", "warnings", "session", "job_id")}
+        out["files_empty"] = len(self.empty)
         out["reembedded_share"] = self.reembedded_share
         return out
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
@@ -56,8 +56,9 @@ def default_workers() -> int:
     return max(1, min(4, (os.cpu_count() or 1) - 1))
 
 
-def parse_files(sources: Sequence[SourceFile], workers: int | None = None) -> Iterator[ParseOutcome]:
-    """Parse outcomes in the order of `sources`, as they complete.
+def parse_files(sources: Sequence[SourceFile], workers: int | None = None) -> Generator[ParseOutcome, None, None]:
+    """Parse outcomes in the order of `sources`, as they complete. Closing the generator early drops the
+    files no worker has started on (a cancelled job does not wait for the whole repository to be parsed).
 
     Args:
         workers: worker processes; None → `default_workers()`; 0 (or few files) → inline on this thread.
@@ -70,4 +71,7 @@ def parse_files(sources: Sequence[SourceFile], workers: int | None = None) -> It
     # forked child of a threaded process can deadlock on a lock some other thread held.
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        yield from pool.map(parse_outcome, sources, chunksize=CHUNK_FILES)
+        try:
+            yield from pool.map(parse_outcome, sources, chunksize=CHUNK_FILES)
+        finally:  # closed early (a cancelled or failed job): the files not yet handed out are dropped
+            pool.shutdown(wait=True, cancel_futures=True)

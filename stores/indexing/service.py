@@ -12,6 +12,7 @@ this starts (`unchanged`).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -34,13 +35,14 @@ from stores.indexing.files import (
     CollectedFiles,
     SkippedFile,
     SourceFile,
+    check_folder_size,
     collect_files,
     escaped_path,
     read_source_file,
     stat_tree,
 )
 from stores.indexing.git_source import Revision, collect_revision, resolve_revision
-from stores.indexing.jobs import IndexReport, last_done_job
+from stores.indexing.jobs import CANCELLED, IndexCancelledError, IndexReport, last_done_job
 from stores.indexing.parsing import parse_file, parse_files
 from stores.indexing.records import ChunkRecord
 from stores.indexing.unchanged import folder_tree, revision_tree, unchanged_report
@@ -63,7 +65,7 @@ from stores.sessions import (
     save_stop_lexemes,
 )
 
-__all__ = ["IndexReport", "index_changes", "index_repository", "index_snapshot", "parse_file"]
+__all__ = ["IndexCancelledError", "IndexReport", "index_changes", "index_repository", "index_snapshot", "parse_file"]
 
 CACHE_FLUSH_FILES = 32
 CACHE_FLUSH_S = 2.0
@@ -126,10 +128,15 @@ class _Prepared:
 
 
 class _Embedder:
-    """Batches texts and embeds them on one background thread (the models use both cores themselves)."""
+    """Batches texts and embeds them on one background thread (the models use both cores themselves).
 
-    def __init__(self, embedder: LotsmanEmbeddings, batch_size: int, progress: Progress | None) -> None:
+    Each batch first asks `stop`: a job that was cancelled or failed meanwhile leaves its queued batches
+    unembedded (they end at once with `IndexCancelledError`, which only a writer still waiting would see)."""
+
+    def __init__(self, embedder: LotsmanEmbeddings, batch_size: int, progress: Progress | None,
+                 stop: Callable[[], bool] = lambda: False) -> None:
         self.embedder = embedder
+        self.stop = stop
         self.batch_size = batch_size
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lotsman-embed")
         self.buffer: list[tuple[_Prepared, str]] = []
@@ -160,6 +167,8 @@ class _Embedder:
             start += count
 
     def _run(self, texts: list[str]) -> np.ndarray:
+        if self.stop():
+            raise IndexCancelledError(CANCELLED)
         t0 = time.perf_counter()
         vectors = np.asarray(self.embedder.embed_batch(texts, workers=INDEX_EMBED_WORKERS), dtype=np.float32)
         self.seconds += time.perf_counter() - t0
@@ -176,9 +185,11 @@ class _Embedder:
 def _prepare(
     db: Database, files: list[SourceFile], embedder: LotsmanEmbeddings, report: IndexReport,
     emb: _Embedder, progress: Progress | None, workers: int | None = None,
+    checkpoint: Callable[[], None] = lambda: None,
 ) -> list[_Prepared]:
     """Cache hits first (ready to write at once), then every other file parsed in worker processes,
-    its texts queued for the embedder as soon as it is parsed."""
+    its texts queued for the embedder as soon as it is parsed. `checkpoint` is called before each parsed
+    file is taken (it raises to stop the job: the parse workers' pending files are dropped)."""
     keys = [cache.cache_key(f.blob_sha, f.path, embedder.name) for f in files]
     with db.connection() as conn:
         cached = cache.load_cached(conn, keys, embedder.dim)
@@ -196,19 +207,23 @@ def _prepare(
         report.warnings.extend(f"{source.path}: {w}" for w in warnings)
         prepared.append(_Prepared(source, key, hit.records, hit.vectors, from_cache=True))
     outcomes = parse_files([s for s, _ in to_parse], workers)
-    for n, ((source, key), outcome) in enumerate(zip(to_parse, outcomes, strict=True), 1):
-        if progress:
-            progress("parse", n, len(to_parse))
-        if outcome.skip_reason is not None:
-            report.skipped.append(SkippedFile(source.path, outcome.skip_reason))
-            continue
-        report.parsed += 1
-        report.warnings.extend(f"{source.path}: {w}" for w in outcome.warnings)
-        item = _Prepared(source, key, outcome.records, warnings=outcome.warnings)
-        texts = [r.embed_text or r.content for r in outcome.records if r.embed]
-        if texts:
-            emb.add(item, texts)
-        prepared.append(item)
+    try:
+        for n, ((source, key), outcome) in enumerate(zip(to_parse, outcomes, strict=True), 1):
+            checkpoint()
+            if progress:
+                progress("parse", n, len(to_parse))
+            if outcome.skip_reason is not None:
+                report.skipped.append(SkippedFile(source.path, outcome.skip_reason))
+                continue
+            report.parsed += 1
+            report.warnings.extend(f"{source.path}: {w}" for w in outcome.warnings)
+            item = _Prepared(source, key, outcome.records, warnings=outcome.warnings)
+            texts = [r.embed_text or r.content for r in outcome.records if r.embed]
+            if texts:
+                emb.add(item, texts)
+            prepared.append(item)
+    finally:
+        outcomes.close()  # now, not when the traceback lets go of it: the workers' pending files are dropped
     emb.close()
     report.timings["parse"] = time.perf_counter() - t0
     return prepared
@@ -225,13 +240,16 @@ def _rewarn(source: SourceFile) -> list[str]:
 
 def _write(db: Database, session: RagSession, generation: int, prepared: list[_Prepared], report: IndexReport,
            emb: _Embedder, *, replace_paths: list[str] | None, origin: writer.RowOrigin,
-           job: _Job | None = None) -> None:
+           job: _Job | None = None, checkpoint: Callable[[], None] = lambda: None) -> None:
     """Write rows: a whole new generation (snapshot) or, for changes, replace the given paths in place.
 
     The rows go into one transaction (readers see the whole job or none of it), but each file's parse and
     vectors enter the blob cache in their own small commits as they are written: a job killed half-way
     leaves half its embeddings behind, and the next run embeds only the rest. With `job` (a changes job,
     whose rows go live with this transaction) the job is marked done in the same transaction.
+
+    `checkpoint` is called before each file's rows are streamed and before the commit: when it raises (the
+    job was cancelled), the transaction rolls back and no row of the job goes live.
     """
     layers: Counter[str] = Counter()
     t0 = time.perf_counter()
@@ -239,6 +257,7 @@ def _write(db: Database, session: RagSession, generation: int, prepared: list[_P
 
     def rows():
         for item in prepared:
+            checkpoint()
             for row in item.rows():
                 layers[row[0].layer.value] += 1
                 yield row
@@ -253,6 +272,7 @@ def _write(db: Database, session: RagSession, generation: int, prepared: list[_P
             report.rows_written = writer.copy_rows(conn, session.table, session.rag_session_id, generation, rows(),
                                                    origin=origin)
             flusher.flush()
+            checkpoint()
             if job is not None:
                 _note_rows(report, layers, emb, t0)
                 job.complete(conn)
@@ -326,6 +346,23 @@ class _Job:
     tree: dict | None = None
     """What the job read (`unchanged.folder_tree` / `revision_tree`), recorded with its done status; None for
     a diff whose caller named the files (`index_changes`): the next run then cannot skip as a no-op."""
+    cancel: threading.Event | None = None
+    """The caller's cancel event (the index graph sets it when its run is cancelled)."""
+    abort: threading.Event = field(default_factory=threading.Event)
+    """Set when the job is failing or interrupted (Ctrl-C): its embedder thread and parse workers stop."""
+
+    def stopping(self) -> bool:
+        """Whether the job's background work should stop (cancelled, or the job is failing)."""
+        return self.abort.is_set() or (self.cancel is not None and self.cancel.is_set())
+
+    def checkpoint(self) -> None:
+        """Called at each batch (parsed file, embedding batch, file written, before the commit).
+
+        Raises:
+            IndexCancelledError: the cancel event is set.
+        """
+        if self.cancel is not None and self.cancel.is_set():
+            raise IndexCancelledError(CANCELLED)
 
     def complete(self, conn: psycopg.Connection) -> None:
         """Mark the job done inside the caller's transaction (the one that makes its rows live)."""
@@ -376,7 +413,8 @@ Body = Callable[[IndexReport, "_Job"], None]
 """What a job does once it holds the session's lock and has its row: read the files, parse, embed, write."""
 
 
-def _run_job(db: Database, session: RagSession, kind: str | Callable[[RagSession], str], body: Body) -> IndexReport:
+def _run_job(db: Database, session: RagSession, kind: str | Callable[[RagSession], str], body: Body,
+             cancel: threading.Event | None = None) -> IndexReport:
     """Run `body` as the session's one job: its lock, its job row, and a status that tells the truth.
 
     The body reads the files it indexes itself, under the lock: a job that read them before taking it could
@@ -386,6 +424,11 @@ def _run_job(db: Database, session: RagSession, kind: str | Callable[[RagSession
     The body marks the job done in the transaction that makes its rows live (`_Job.complete`). A failure
     or Ctrl-C before that marks it failed and the session keeps its previous index; after it, the job stays
     done (a Ctrl-C then is reported as `IndexInterruptedError`, saying the new index is live).
+
+    `cancel`, set by another thread, stops the job at its next batch (`_Job.checkpoint`): its rows roll
+    back, its row is failed with `jobs.CANCELLED`, and `IndexCancelledError` is raised. A Ctrl-C or a
+    failure stops the job's embedder thread the same way (`_Job.abort`) instead of letting it embed the
+    rest of its queue for nobody.
     """
     lock = _session_lock(db, session)
     try:
@@ -399,13 +442,20 @@ def _run_job(db: Database, session: RagSession, kind: str | Callable[[RagSession
         with db.connection() as conn:
             job_id = jobs.start_job(conn, session.rag_session_id, chosen)
         report = IndexReport(session=session.name, job_id=job_id, kind=chosen)
-        job = _Job(job_id, report, time.perf_counter())
+        job = _Job(job_id, report, time.perf_counter(), cancel=cancel)
         try:
             body(report, job)
             report.timings["total"] = time.perf_counter() - job.t0
             with db.connection() as conn:
                 jobs.record_counts(conn, job_id, report.counts())
+        except IndexCancelledError:
+            job.abort.set()
+            if not job.committed and _fail(db, job, CANCELLED):
+                raise IndexCancelledError(f"index job cancelled: session '{session.name}' keeps its previous "
+                                          "index (nothing of the job was committed)") from None
+            raise
         except KeyboardInterrupt:
+            job.abort.set()  # the embedder thread's queued batches are dropped, not embedded for nobody
             # `job.committed` is set just after the commit returns: a Ctrl-C in between finds the row done
             if not job.committed and _fail(db, job, INTERRUPTED_BY_USER):
                 raise
@@ -415,6 +465,7 @@ def _run_job(db: Database, session: RagSession, kind: str | Callable[[RagSession
                 "was skipped (autovacuum redoes the statistics; the next index job that changes a file refreshes "
                 "the stoplist)") from None
         except BaseException as exc:
+            job.abort.set()
             if not job.committed:
                 _fail(db, job, f"{type(exc).__name__}: {exc}"[:2000])
             raise
@@ -462,7 +513,8 @@ def _origin(root: Path, revision: Revision | None) -> writer.RowOrigin:
 def index_snapshot(
     db: Database, session: RagSession, root: Path, embedder: LotsmanEmbeddings, *, max_bytes: int = 1_000_000,
     batch_size: int = 32, progress: Progress | None = None, parse_workers: int | None = None,
-    rebuild: bool = False, revision: Revision | None = None,
+    rebuild: bool = False, revision: Revision | None = None, allow_large: bool = False,
+    cancel: threading.Event | None = None,
 ) -> IndexReport:
     """Build a complete new index of `root` and swap it in atomically (readers never see it half-built).
 
@@ -472,13 +524,16 @@ def index_snapshot(
             Until the swap the session answers from its old generation; a failure leaves it so.
         revision: read the files of this git revision instead of the folder's working tree; the swap records
             it on the session (a folder's snapshot clears it).
+        allow_large, cancel: as for `index_repository`.
     """
     if not rebuild:
         session.check_embedder(embedder.name, embedder.dim)
     root = _check_root(root)
+    if revision is None:
+        check_folder_size(root, allow_large=allow_large, known_root=session.root_path == str(root))
     body = _snapshot_body(db, session, root, embedder, max_bytes=max_bytes, batch_size=batch_size,
                           progress=progress, parse_workers=parse_workers, rebuild=rebuild, revision=revision)
-    return _run_job(db, session, "snapshot", body)
+    return _run_job(db, session, "snapshot", body, cancel)
 
 
 def _snapshot_body(
@@ -487,20 +542,22 @@ def _snapshot_body(
 ) -> Body:
     def body(report: IndexReport, job: _Job) -> None:
         collected, job.tree = read_sources(root, max_bytes=max_bytes, revision=revision)
+        job.checkpoint()
         report.files_seen = len(collected.files) + len(collected.skipped)
-        report.skipped.extend(collected.skipped)
+        report.add_skips(collected.skipped)
         report.revision = _revision_dict(revision)
         current = get_session_fresh(db, session)
         if not rebuild:  # a rebuild that won the lock first may have changed the session's embedder
             current.check_embedder(embedder.name, embedder.dim)
         target = replace(current, embedder=embedder.name, embedding_dim=embedder.dim) if rebuild else current
         old, new = current.active_generation, current.active_generation + 1
-        emb = _Embedder(embedder, batch_size, progress)
-        prepared = _prepare(db, collected.files, embedder, report, emb, progress, parse_workers)
+        emb = _Embedder(embedder, batch_size, progress, job.stopping)
+        prepared = _prepare(db, collected.files, embedder, report, emb, progress, parse_workers, job.checkpoint)
         report.files_indexed = len(prepared)
         try:
             _write(db, target, new, prepared, report, emb, replace_paths=None,
-                   origin=_origin(root, revision))
+                   origin=_origin(root, revision), checkpoint=job.checkpoint)
+            job.checkpoint()  # the last one: from the swap on, the new index is live and the job done
         except BaseException:
             with db.connection() as conn:
                 writer.discard_generation(conn, target.table, session.rag_session_id, new)
@@ -534,11 +591,13 @@ def _session_revision(revision: Revision | None) -> writer.SessionRevision:
 def index_changes(
     db: Database, session: RagSession, root: Path, upserts: list[str], deletes: list[str],
     embedder: LotsmanEmbeddings, *, max_bytes: int = 1_000_000, batch_size: int = 32,
-    progress: Progress | None = None, parse_workers: int | None = None,
+    progress: Progress | None = None, parse_workers: int | None = None, cancel: threading.Event | None = None,
 ) -> IndexReport:
     """Apply a diff: re-index `upserts` (paths relative to `root`) and drop `deletes`, in one transaction.
 
-    The job records no tree: the next `index_repository` makes a diff of the folder instead of a no-op.
+    The job records no tree: the next `index_repository` makes a diff of the folder instead of a no-op. It
+    reads only the files it is given (no walk): the folder-size guard of `index_repository` does not apply.
+    `cancel`: as for `index_repository`.
 
     Raises:
         IndexingError: the session was indexed from a git revision (its rows carry that commit): index the
@@ -555,12 +614,12 @@ def index_changes(
         for path in upserts:
             got = read_source_file(root, path, max_bytes=max_bytes)
             if isinstance(got, SkippedFile):
-                report.skipped.append(got)
+                report.add_skips([got])
             else:
                 sources.append(got)
         apply(report, job, sources, upserts, deletes)
 
-    return _run_job(db, session, "changes", body)
+    return _run_job(db, session, "changes", body, cancel)
 
 
 def _folder_diff_body(
@@ -574,8 +633,9 @@ def _folder_diff_body(
 
     def body(report: IndexReport, job: _Job) -> None:
         collected, job.tree = read_sources(root, max_bytes=max_bytes)
+        job.checkpoint()
         report.files_seen = len(collected.files) + len(collected.skipped)
-        report.skipped.extend(collected.skipped)
+        report.add_skips(collected.skipped)
         current = get_session_fresh(db, session)
         with db.connection() as conn:
             indexed = writer.indexed_blobs(conn, current.table, current.rag_session_id, current.active_generation)
@@ -615,16 +675,16 @@ def _changes_body(
                 f"working tree would mix two revisions; run `lotsman index {escaped_path(str(root))} --session "
                 f"{current.name}` (a new snapshot of the folder) or index a --ref again")
         generation = current.active_generation
-        emb = _Embedder(embedder, batch_size, progress)
-        prepared = _prepare(db, sources, embedder, report, emb, progress, parse_workers)
+        emb = _Embedder(embedder, batch_size, progress, job.stopping)
+        prepared = _prepare(db, sources, embedder, report, emb, progress, parse_workers, job.checkpoint)
         report.files_indexed = len(prepared)
         report.files_deleted = len(deletes)
         # A file that became unindexable (a syntax error mid-edit, turned binary) keeps its last good rows:
         # bad input never loses what is already indexed; the skip is reported on the job.
-        unreadable = {s.path for s in report.skipped}
+        unreadable = report.not_indexed
         replaced = [*(p for p in upserts if p not in unreadable), *deletes]
         _write(db, current, generation, prepared, report, emb, replace_paths=replaced,
-               origin=_origin(root, None), job=job)
+               origin=_origin(root, None), job=job, checkpoint=job.checkpoint)
         _analyze_after_load(db, current, report)
         if prepared or deletes:
             _refresh_stop_lexemes(db, session)
@@ -675,7 +735,7 @@ def index_repository(
     db: Database, root: Path, *, session_name: str, embedder: LotsmanEmbeddings, incremental: bool = True,
     max_bytes: int = 1_000_000, batch_size: int = 32, progress: Progress | None = None,
     parse_workers: int | None = None, rebuild: bool = False, ref: str | None = None,
-    check_unchanged: bool = True,
+    check_unchanged: bool = True, allow_large: bool = False, cancel: threading.Event | None = None,
 ) -> IndexReport:
     """Index `root` into the named session: incremental diff when it already has an index, else a snapshot.
 
@@ -693,15 +753,29 @@ def index_repository(
             (its unchanged blobs come from the blob cache, neither parsed nor embedded again).
         check_unchanged: first look whether nothing changed since the last job (`unchanged_report`); the
             CLI passes False when it has just asked itself.
+        allow_large: index a folder with more than `files.CONFIRM_ABOVE_FILES` candidate files (`lotsman
+            index --yes`, the index graph's `allow_large`); without it such a folder is refused before
+            anything is read or written, unless it is the folder the session was built from. Counting stops
+            at the limit + 1 (`files.check_folder_size`). A git revision (`ref`) is not counted.
+        cancel: set from another thread to stop the job at its next batch (parse, embed, write): it rolls
+            back, its job row is failed with `jobs.CANCELLED`, the session keeps its previous index, and
+            `IndexCancelledError` is raised. Set after the job committed, it changes nothing.
 
     Raises:
         IndexingError: a `ref` that names no commit, a `root` that is not a git repository with `ref`, a
             missing root; nothing is created or changed then.
+        TooManyFilesError: (an `IndexingError`) the folder is too large and `allow_large` is not set; nothing
+            is created or changed.
+        IndexCancelledError: `cancel` was set before the job committed.
     """
     revision = resolve_revision(root, ref) if ref is not None else None
     root = _check_root(root)
     with db.connection() as conn:
         ensure_tables(conn)
+        known = find_session(conn, session_name)
+    if revision is None:  # before the session is created: a refused folder leaves nothing behind
+        check_folder_size(root, allow_large=allow_large, known_root=known is not None and known.root_path == str(root))
+    with db.connection() as conn:
         session = find_session(conn, session_name)
         if session is None:
             session = create_session(conn, session_name, embedder.name, embedder.dim, root_path=str(root))
@@ -730,7 +804,7 @@ def index_repository(
     def body(report: IndexReport, job: _Job) -> None:
         (snapshot if report.kind == "snapshot" else diff)(report, job)
 
-    return _run_job(db, session, kind, body)
+    return _run_job(db, session, kind, body, cancel)
 
 
 def _pipeline_changed(db: Database, session: RagSession) -> bool:

@@ -61,7 +61,7 @@ def test_a_folder_with_too_many_files_is_refused_without_yes(lotsman, tmp_path: 
     accepted = lotsman("index", str(big), "--session", session_name, "--yes", LOTSMAN_EMBEDDER="fake")
 
     assert accepted.returncode == 0, accepted.stderr
-    assert f"{CONFIRM_ABOVE_FILES + 1} skipped" in accepted.stdout
+    assert f"0 skipped, {CONFIRM_ABOVE_FILES + 1} empty .py files" in accepted.stdout
     # The session's own folder is accepted from now on: its incremental runs need no --yes.
     again = lotsman("index", str(big), "--session", session_name, LOTSMAN_EMBEDDER="fake")
     assert again.returncode == 0, again.stderr
