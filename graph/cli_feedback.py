@@ -183,6 +183,7 @@ def gaps_report(settings: Settings, session: str, *, since: datetime | None, low
         list_questions,
         nearest_paths,
         newest_buckets,
+        question_log_summary,
         select_gap_questions,
     )
     from stores.sessions import get_session
@@ -190,6 +191,7 @@ def gaps_report(settings: Settings, session: str, *, since: datetime | None, low
     with _open_db(settings) as db, db.connection() as conn:
         found = get_session(conn, session)
         logged = list_questions(conn, found, since=since)
+        total, last_logged = question_log_summary(conn, found)
         votes = [Vote(v.question, v.score, v.run_id, tuple(cited_paths(v.citations)), v.created_at)
                  for v in list_feedback(conn, found.rag_session_id, since=since)]
         gaps = select_gap_questions(logged, votes, low_confidence=low_confidence)
@@ -210,6 +212,8 @@ def gaps_report(settings: Settings, session: str, *, since: datetime | None, low
         "session": found.name,
         "since": since.isoformat() if since else None,
         "logged_questions": len(logged),
+        "logged_total": total,
+        "last_logged_at": last_logged.isoformat() if last_logged else None,
         "log_truncated": len(logged) >= MAX_GAP_ROWS,
         "votes": len(votes),
         "gap_questions": len(gaps),
@@ -221,15 +225,30 @@ def gaps_report(settings: Settings, session: str, *, since: datetime | None, low
     }
 
 
+def no_gaps_line(report: dict[str, Any], *, logging_on: bool) -> str:
+    """The report's one line when no topic came out: an empty log (say how to fill it) is not an empty
+    `--since` window (say how many are logged and when the last was)."""
+    since = f" since {report['since']}" if report["since"] else ""
+    name = printable(report["session"])
+    total = report.get("logged_total", report["logged_questions"])
+    if not total:
+        hint = "" if logging_on else ": questions are logged only where LOTSMAN_LOG_QUESTIONS=true (off by default)"
+        return f"no question is logged for session '{name}'{hint}; {report['votes']} votes{since}"
+    if not report["logged_questions"]:
+        last = report.get("last_logged_at")
+        when = f", the last at {datetime.fromisoformat(last).astimezone(UTC):%Y-%m-%d %H:%M} UTC" if last else ""
+        return (f"no coverage gaps in session '{name}'{since}: none was asked in this window ({total} logged in "
+                f"total{when}), {report['votes']} votes")
+    return (f"no coverage gaps in session '{name}'{since}: {report['logged_questions']} logged questions, "
+            f"{report['votes']} votes")
+
+
 def print_gaps(report: dict[str, Any], *, logging_on: bool) -> None:
     """The report as text: a summary line, then each topic with its examples and nearest files."""
     since = f" since {report['since']}" if report["since"] else ""
     name = printable(report["session"])
     if not report["groups"]:
-        hint = "" if report["logged_questions"] or logging_on else (
-            " (no question is logged: set LOTSMAN_LOG_QUESTIONS=true where questions are asked)")
-        print(f"no coverage gaps in session '{name}'{since}: {report['logged_questions']} logged questions, "
-              f"{report['votes']} votes{hint}")
+        print(no_gaps_line(report, logging_on=logging_on))
         return
     reasons = ", ".join(f"{n} {r}" for r, n in report["reasons"].items())
     print(f"coverage gaps in session '{name}'{since}: {report['gap_questions']} of {report['logged_questions']} "

@@ -108,6 +108,14 @@ def list_questions(conn: psycopg.Connection, session: RagSession | str, *, since
     return [LoggedQuestion(**row) for row in rows]
 
 
+def question_log_summary(conn: psycopg.Connection, session: RagSession) -> tuple[int, datetime | None]:
+    """How many questions the session has logged in all, and when the last was (None: none is logged), so that
+    an empty `--since` window is told from an empty log."""
+    row = conn.execute("SELECT count(*), max(created_at) FROM rag_question_log WHERE rag_session_id = %s",
+                       (session.rag_session_id,)).fetchone()
+    return (int(row[0]), row[1]) if row is not None else (0, None)
+
+
 def purge_questions(conn: psycopg.Connection, session: str) -> int:
     """Delete every logged question of a session (votes stay: they were given on purpose); returns how many."""
     found = get_session(conn, session)
