@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -44,6 +45,7 @@ REACHABLE_WITHOUT_TOKEN = ("this server is reachable from other machines without
                            "it open)")
 
 auth = Auth()
+log = logging.getLogger(__name__)
 
 
 def is_loopback(host: str) -> bool:
@@ -136,6 +138,60 @@ def allowed(permissions: Sequence[str], resource: str, action: str, value: Any) 
     return INDEX in permissions or not touches_index_graph(resource, action, value)
 
 
+def assistant_to_look_up(resource: str, action: str, value: Mapping[str, Any] | Any) -> str | None:
+    """The assistant whose graph decides a request, when its body does not say it (None: nothing to look up).
+
+    A PATCH, DELETE or `/latest` of an assistant names it only by id (langgraph-api's `update` and `delete`
+    actions carry no `graph_id` unless the PATCH moves the assistant); a run or cron may name an assistant made
+    for the index graph by its own uuid. The graph's default assistant needs no lookup (`INDEX_ASSISTANT_ID`).
+    """
+    if not isinstance(value, Mapping):
+        return None
+    named: Any = None
+    if resource == "assistants" and action in ("update", "delete"):
+        named = value.get("assistant_id")
+    elif (resource, action) in (("threads", "create_run"), ("crons", "create"), ("crons", "update")):
+        payload = value.get("payload")
+        named = value.get("assistant_id") or (payload.get("assistant_id") if isinstance(payload, Mapping) else None)
+    if named is None:
+        return None
+    try:
+        return str(uuid.UUID(str(named)))
+    except ValueError:
+        return None  # a graph id: compared by `touches_index_graph` itself
+
+
+async def assistant_graph(assistant_id: str) -> str | None:
+    """The graph of an existing assistant, asked of this server in-process (langgraph-sdk's loopback client,
+    which skips this auth); None when there is no such assistant (the request itself then answers 404)."""
+    import httpx
+    from langgraph_sdk import get_client
+
+    client = get_client(url=None, api_key=None)
+    try:
+        found = await client.assistants.get(assistant_id)
+    except httpx.HTTPStatusError as exc:
+        if exc.response.status_code == 404:
+            return None
+        raise
+    return str(found.get("graph_id"))
+
+
+async def touches_index_assistant(resource: str, action: str, value: Any) -> bool:
+    """Whether a request names, by its id, an assistant of the index graph (see `assistant_to_look_up`). A
+    lookup that fails counts as yes: the request is refused rather than let through unchecked."""
+    assistant = assistant_to_look_up(resource, action, value)
+    if assistant is None:
+        return False
+    if assistant == INDEX_ASSISTANT_ID:
+        return True
+    try:
+        return await assistant_graph(assistant) == INDEX_GRAPH
+    except Exception:
+        log.warning("could not look up assistant %s: the request is refused", assistant, exc_info=True)
+        return True
+
+
 @auth.authenticate
 async def authenticate(authorization: str | None, headers: dict[bytes, bytes] | None) -> dict[str, Any]:
     token = get_settings().auth_token
@@ -146,6 +202,8 @@ async def authenticate(authorization: str | None, headers: dict[bytes, bytes] | 
 
 @auth.on
 async def authorize(ctx: Auth.types.AuthContext, value: Any) -> bool:
-    if not allowed(list(ctx.permissions or []), ctx.resource, ctx.action, value):
+    permissions = list(ctx.permissions or [])
+    if not allowed(permissions, ctx.resource, ctx.action, value) or (
+            INDEX not in permissions and await touches_index_assistant(ctx.resource, ctx.action, value)):
         raise Auth.exceptions.HTTPException(status_code=403, detail=REFUSED_INDEXING)
     return True

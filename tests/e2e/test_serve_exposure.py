@@ -81,3 +81,54 @@ def test_lotsman_assistants_create_works_on_this_machine(open_server: tuple[DevS
     assert refused.returncode != 0 and "refused the request (403)" in refused.stderr, refused.stderr
     assert "LOTSMAN_AUTH_TOKEN" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1 and "Traceback" not in refused.stderr
+
+
+# --- issue 37 item 12: the index graph's assistant is not an anonymous client's to change or delete ---------------
+
+
+def _index_assistant_id(local: str, client: httpx.Client) -> str:
+    found = client.post(f"{local}/assistants/search", json={"graph_id": "lotsman_index", "limit": 10})
+    assert found.status_code == 200, found.text
+    ids = [a["assistant_id"] for a in found.json()]
+    assert ids, "the server made no assistant of lotsman_index"
+    return str(ids[0])
+
+
+@pytest.mark.parametrize(("method", "suffix", "body"), [
+    ("PATCH", "", {"metadata": {"changed_by": "anonymous"}}),
+    ("PATCH", "", {"config": {"configurable": {"path": "/"}}}),
+    ("POST", "/latest", {"version": 1}),
+    ("DELETE", "", None),
+], ids=["patch-metadata", "patch-config", "set-latest", "delete"])
+def test_anonymous_clients_may_not_change_or_delete_the_index_assistant(
+        open_server: tuple[DevServer, int], method: str, suffix: str, body: dict | None) -> None:
+    """The check read only `graph_id` in the body: a PATCH or DELETE naming the index assistant by its id
+    carried none, and went through."""
+    _, port = open_server
+    local = f"http://127.0.0.1:{port}"
+    with httpx.Client(timeout=30) as client:
+        assistant = _index_assistant_id(local, client)
+        for named in (assistant, assistant.upper(), f"{{{assistant}}}"):  # any spelling of its uuid
+            refused = client.request(method, f"{local}/assistants/{named}{suffix}", json=body)
+            assert refused.status_code == 403, (named, refused.text)
+            assert "indexing is not open to anonymous clients" in refused.text
+        by_graph = client.request(method, f"{local}/assistants/lotsman_index{suffix}", json=body)
+        assert by_graph.status_code in (403, 422), by_graph.text  # the API takes no graph id here
+        still = client.get(f"{local}/assistants/{assistant}")
+        assert still.status_code == 200 and still.json()["graph_id"] == "lotsman_index"
+        assert "changed_by" not in (still.json().get("metadata") or {})
+
+
+def test_anonymous_clients_still_manage_assistants_of_the_asking_graph(open_server: tuple[DevServer, int]) -> None:
+    _, port = open_server
+    local = f"http://127.0.0.1:{port}"
+    with httpx.Client(timeout=30) as client:
+        made = client.post(f"{local}/assistants", json={"graph_id": "lotsman", "name": "mine"})
+        assert made.status_code == 200, made.text
+        mine = made.json()["assistant_id"]
+        patched = client.patch(f"{local}/assistants/{mine}", json={"metadata": {"note": "renamed"}})
+        assert patched.status_code == 200, patched.text
+        moved = client.patch(f"{local}/assistants/{mine}", json={"graph_id": "lotsman_index"})
+        assert moved.status_code == 403, moved.text
+        assert client.delete(f"{local}/assistants/{mine}").status_code in (200, 204)
+        assert client.delete(f"{local}/assistants/{mine}").status_code == 404  # gone: a 404, not a 403
