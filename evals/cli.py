@@ -102,7 +102,7 @@ def handler(args: argparse.Namespace, settings: Any) -> int:
     report = run_jobs(jobs, settings=settings, cache_dir=cache_dir, retriever=args.retriever, ranker=args.ranker,
                       embedder=args.embedder, limit=args.limit, session=getattr(args, "session", None),
                       progress=lambda line: print(line, file=sys.stderr, flush=True),
-                      llm=getattr(args, "llm", False))
+                      llm=getattr(args, "llm", False), out=args.out)  # out: named in the held-out log
     report = {"split": split, **report}
     print(format_table(report))
     if args.out:

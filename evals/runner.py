@@ -3,6 +3,10 @@
 The same runner serves the full pipeline and the plain baselines (`--retriever vector|bm25`), so their
 numbers compare side by side. Several corpora run one after the other (the machine's cores are shared)
 and the report holds each corpus's metrics plus their macro average.
+
+Each report records its `split` (`holdout` for a held-out dataset, `dev` for a suite's dev set, else None),
+so a calibrator can refuse a held-out report (`evals.holdout.refuse_report`), and every run of a held-out
+dataset appends a line to `evals/holdout_log.jsonl` before it starts (`evals.holdout.log_run`).
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from evals.cases import load_dataset
+from evals.holdout import is_holdout_path, log_run
 from evals.scoring import score_case
-from evals.suites import EvalJob, assemble_corpus
+from evals.suites import REPO_ROOT, SUITES, EvalJob, assemble_corpus
 from evals.summary import aggregate, macro
 from evals.wiring import eval_context, eval_deps
 from nodes.context_retrieval.choices import DEFAULT_RANKER
@@ -40,7 +45,7 @@ async def run_cases(graph: Any, cases: list[dict[str, Any]], context: Any, *, ll
         await graph.ainvoke({"messages": messages}, config=config, context=context)
         wall_ms = round((time.perf_counter() - t0) * 1000, 2)
         state = (await graph.aget_state(config)).values
-        results.append({**score_case(case, state, llm=llm), "wall_ms": wall_ms})
+        results.append({**score_case(case, state, llm=llm, token_cap=context.token_cap), "wall_ms": wall_ms})
     return results
 
 
@@ -51,6 +56,14 @@ def answers_of(deps: Any) -> str:
 
 def session_name(label: str, embedder: str) -> str:
     return f"eval-{label}-{embedder.replace(':', '-')}"
+
+
+def split_of(dataset: Path, root: Path = REPO_ROOT) -> str | None:
+    """`holdout` for a held-out dataset (a suite's or by its name), `dev` for a suite's dev set, else None."""
+    if is_holdout_path(dataset, root):
+        return "holdout"
+    dev = {(root / s.dev).resolve() for s in SUITES.values()}
+    return "dev" if dataset.resolve() in dev else None
 
 
 def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", ranker: str | None = None,
@@ -86,7 +99,8 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
     llm_run = answers_of(deps) == "llm"
     results = asyncio.run(run_cases(graph, cases, context, llm=llm_run))
     return {
-        "dataset": str(dataset), "corpus": str(corpus), "retriever": retriever, "ranker": context.ranker,
+        "dataset": str(dataset), "split": split_of(dataset), "corpus": str(corpus), "retriever": retriever,
+        "ranker": context.ranker,
         "embedder": emb.name, "answers": answers_of(deps),
         "session": session, "index_seconds": round(index_s, 2), "index_kind": report.kind,
         "run_seconds": round(time.perf_counter() - t0, 2), **aggregate(results, llm=llm_run), "results": results,
@@ -96,14 +110,21 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
 def run_jobs(jobs: Sequence[EvalJob], *, settings: Any, cache_dir: Path, retriever: str = "full",
              ranker: str | None = None, embedder: str | None = None, limit: int | None = None,
              session: str | None = None, deps: Any = None, progress: Callable[[str], None] | None = None,
-             llm: bool = False) -> dict[str, Any]:
+             llm: bool = False, out: str | Path | None = None, holdout_log: Path | None = None) -> dict[str, Any]:
     """Run several datasets, each on its own corpus and session; per-corpus reports plus the macro average.
 
     `session` overrides the session name and only makes sense with one job. Every dataset is read first,
-    so a malformed or empty one stops the run before any corpus is assembled or indexed.
+    so a malformed or empty one stops the run before any corpus is assembled or indexed. A run with a
+    held-out dataset is logged then, before it starts (`out`: where the caller writes the report;
+    `holdout_log`: the log, default `evals/holdout_log.jsonl`). The report's `split` is `holdout` when any
+    dataset is held-out, `dev` when every one is a suite's dev set, else None.
     """
     for job in jobs:
         load_dataset(job.dataset)
+    splits = {split_of(job.dataset) for job in jobs}
+    split = "holdout" if "holdout" in splits else "dev" if splits == {"dev"} else None
+    if split == "holdout":
+        log_run([job.name for job in jobs], [job.dataset for job in jobs], out, log=holdout_log)
     deps = deps or eval_deps(settings, llm)  # one pool and embedder cache for all corpora
     corpora: dict[str, dict[str, Any]] = {}
     for job in jobs:
@@ -117,6 +138,6 @@ def run_jobs(jobs: Sequence[EvalJob], *, settings: Any, cache_dir: Path, retriev
     embedders = sorted({r["embedder"] for r in corpora.values()})
     rows = [row for r in corpora.values() for row in r.get("results", [])]
     used = {r.get("ranker") for r in corpora.values()} - {None}
-    return {"retriever": retriever, "ranker": ", ".join(sorted(used)) or ranker or DEFAULT_RANKER,
+    return {"split": split, "retriever": retriever, "ranker": ", ".join(sorted(used)) or ranker or DEFAULT_RANKER,
             "embedder": ", ".join(embedders), "answers": answers_of(deps), "corpora": corpora,
             "macro": macro(summaries, rows)}

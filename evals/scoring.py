@@ -135,11 +135,15 @@ def fact_trace(facts: list[str], evidence: list[str] | None, reader: list[str] |
              "reader": hit(evidence_key_fact_recall([f], reader)), "answer": hit(in_answer([f]))} for f in facts]
 
 
-def score_case(case: dict[str, Any], state: dict[str, Any], *, llm: bool = False) -> dict[str, Any]:
+def score_case(case: dict[str, Any], state: dict[str, Any], *, llm: bool = False,
+               token_cap: int = DEFAULT_TOKEN_CAP) -> dict[str, Any]:
     """Per-case metrics and diagnostics; answer metrics of unanswerable cases are None.
 
     `llm`: the run answers with the chat model (`--llm`), so citations can be removed and an extractive
-    answer is a fallback; offline, "citations removed" is n/a by construction.
+    answer is a fallback; offline, "citations removed" is n/a by construction. `token_cap`: the run's cap
+    (`Context.token_cap`), which bounds what the reader reads (`reader_texts`). When the relevance gate
+    refused the request nothing was handed on to be read: evidence and reader key-fact recall score 0 (and
+    the fact trace says no), whatever rows retrieval found.
     """
     evidence = plain(state.get("evidence") or [])
     evidence_paths = [e["path"] for e in evidence]
@@ -155,10 +159,12 @@ def score_case(case: dict[str, Any], state: dict[str, Any], *, llm: bool = False
     retrieval = plain(state.get("retrieval") or {})
     labels = composer_labels(state.get("analysis"))
     # LangSmith outputs carry the rows' locations only (`evidence_reduced`): the ceiling is n/a there.
-    texts = None if state.get("evidence_reduced") else [e.get("content") or "" for e in handed_over(state, evidence)]
+    refused = retrieval.get("relevant") is False
+    texts = ([] if refused else None if state.get("evidence_reduced")
+             else [e.get("content") or "" for e in handed_over(state, evidence)])
     mode, reason = answer_mode(state, llm=llm)
     removed = _citations_removed(mode, _removed_count(state), len(citations))
-    reader = reader_texts(state)
+    reader = [] if refused else reader_texts(state, token_cap)
 
     def coverage(of: list[str]) -> float | None:
         return key_fact_coverage(of, answer, abstained=abstained, known_paths=known,
