@@ -29,6 +29,8 @@ from stores.errors import (
     database_lost,
 )
 
+log = logging.getLogger(__name__)
+
 E = TypeVar("E", bound=LotsmanError)
 Node = TypeVar("Node", bound=Callable[..., Awaitable[Any]])
 
@@ -53,16 +55,36 @@ def client_visible(exc: E) -> E:
 
 
 def surface_errors(node: Node) -> Node:
-    """Wrap an async graph node so that our errors reach server clients with their message."""
+    """Wrap an async graph node so that our errors reach server clients with their message.
+
+    In a LangGraph server run a database failure reaches the client as `public_message` gives it (its text names
+    the data folder or `DATABASE_URL`'s host, port, database and user) and goes whole to the server's log; run
+    in process (the CLI), it keeps its text, which is what the user at this machine has to fix.
+    """
 
     @functools.wraps(node)
     async def wrapped(*args: Any, **kwargs: Any) -> Any:
         try:
             return await node(*args, **kwargs)
         except LotsmanError as exc:
+            public = public_message(exc)
+            if public in DATABASE_MESSAGES and _server_run():
+                log.warning("a run failed on the database: %s", printable(" ".join(str(exc).split())))
+                raise client_visible(type(exc)(public)) from exc
             raise client_visible(exc) from exc
 
     return wrapped  # type: ignore[return-value]
+
+
+def _server_run() -> bool:
+    """Whether the running node serves a LangGraph server client: langgraph-api puts `langgraph_request_id` in
+    every run's configurable (`langgraph_api.models.run`); an in-process run (CLI, MCP, evals) has none."""
+    try:
+        from langgraph.config import get_config
+
+        return "langgraph_request_id" in (get_config().get("configurable") or {})
+    except RuntimeError:  # not inside a runnable
+        return False
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -80,6 +102,8 @@ def validation_message(exc: ValidationError) -> str:
 DATABASE_DOWN = "the database is not reachable: see the server's log (`lotsman db status` on the server)"
 EMBEDDED_DOWN = "the server's embedded PostgreSQL could not be started: see the server's log"
 NO_PGVECTOR = "the server's database has no usable pgvector extension: see the server's log"
+DATABASE_MESSAGES = frozenset({DATABASE_DOWN, EMBEDDED_DOWN, NO_PGVECTOR})
+"""What `public_message` says for the database's own failures (the server's log has their text)."""
 MAX_SHOWN_CHARS = 80
 """A user's value (session name, ref, run id, path) is echoed in a message up to this many characters."""
 MAX_PUBLIC_CHARS = 1000

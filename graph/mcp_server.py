@@ -27,9 +27,7 @@ from mcp.types import ErrorData, JSONRPCError, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from graph.errors import (
-    DATABASE_DOWN,
-    EMBEDDED_DOWN,
-    NO_PGVECTOR,
+    DATABASE_MESSAGES,
     public_message,
     public_text,
     shown,
@@ -51,8 +49,6 @@ if TYPE_CHECKING:
     from graph.deps import GraphDeps
 
 log = logging.getLogger(__name__)
-
-PUBLIC_DATABASE_MESSAGES = frozenset({DATABASE_DOWN, EMBEDDED_DOWN, NO_PGVECTOR})
 
 T = TypeVar("T")
 
@@ -345,7 +341,7 @@ def one_line(exc: BaseException) -> str:
 def log_failure(exc: BaseException) -> None:
     """The server's log of a failed tool call: the database's failure in full (what the client was not
     told), an unexpected error with its traceback; a client's own error (bad argument) is not logged."""
-    if public_message(exc) in PUBLIC_DATABASE_MESSAGES:
+    if public_message(exc) in DATABASE_MESSAGES:
         log.warning("MCP tool failed: %s", printable(" ".join(str(lost_database(exc) or exc).split())))
     elif not isinstance(exc, LotsmanError):
         log.error("MCP tool failed", exc_info=exc)
