@@ -8,7 +8,7 @@ QUESTION ?= Как Lotsman выбирает профиль retrieval для во
 export LANGGRAPH_CLI_NO_ANALYTICS = 1
 export LANGGRAPH_NO_VERSION_CHECK = true
 
-.PHONY: setup demo test test-unit bench lint eval clean
+.PHONY: setup demo test test-unit bench lint eval ranker clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -43,6 +43,18 @@ lint: setup
 
 eval: setup
 	$(BIN)/lotsman eval evals/datasets/lotsman_self.jsonl --corpus . --out out/eval-self.json
+
+# The learned ranker (nodes/context_retrieval/ranker_model.json), reproduced byte for byte from the pinned
+# corpora's dev splits (evals/train_ranker.py): index the corpora and write every dev question's candidate
+# features to RANKER_FEATURES (minutes: indexing), then train from that file alone (fixed seeds, the prior
+# weight chosen by leave-one-corpus-out). CORPORA=DIR reads corpora assembled there (default:
+# <LOTSMAN_DATA_DIR>/corpora, assembled on demand by the suites' scripts).
+RANKER_FEATURES ?= out/ranker-features.jsonl.gz
+RANKER_OUT ?= nodes/context_retrieval/ranker_model.json
+CORPORA ?=
+ranker: setup
+	$(BIN)/python -m evals.train_ranker --collect $(RANKER_FEATURES) $(if $(CORPORA),--corpora-dir $(CORPORA))
+	$(BIN)/python -m evals.train_ranker --features $(RANKER_FEATURES) --seeds 7,11,23 --out $(RANKER_OUT)
 
 clean:
 	rm -rf $(VENV) .data out

@@ -13,7 +13,9 @@ question costs more than an answered unanswerable one (answered, it still shows 
 then by the share of answerable cases answered, then by the fewest refusals; among settings still tied,
 the one nearest the middle of the tie. F1 of abstention is not the objective: it scores a gate that refuses
 nothing on a corpus at 0 and one that refuses five answerable questions to catch one unanswerable above it.
-Run it on dev reports only; check the chosen setting on the held-out splits.
+Run it on dev reports only; check the chosen setting on the held-out splits. A held-out report is refused in
+code (`evals.holdout.refuse_report`): a file named held-out, `split: holdout` (the runner records it), a
+corpus report of a held-out dataset, or any held-out case id among its results.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from evals.holdout import refuse_report
 from nodes.context_retrieval.gate import GateSignals, GateThresholds, decide
 from stores.errors import LotsmanError
 
@@ -48,16 +51,18 @@ def load_cases(paths: list[Path]) -> dict[str, Cases]:
     Raises:
         LotsmanError: a report whose signals predate `candidate_coverage` (re-run the eval): re-deciding
             it would refuse every request as if no key term had been found; a file that is not JSON or not
-            an eval report.
+            an eval report; a held-out report (`evals.holdout.HoldoutError`).
         OSError: a report that cannot be read.
     """
     out: dict[str, Cases] = {}
     reports: list[tuple[str, dict[str, Any]]] = []
     for path in paths:
+        refuse_report(None, path, by="gate_calibration")  # by its name, before reading it
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:  # a truncated or non-UTF-8 file
             raise LotsmanError(f"{path}: not JSON ({exc}); pass the file `lotsman eval --out` wrote") from exc
+        refuse_report(data, path, by="gate_calibration")
         # a suite report (`lotsman eval --suite dev`) holds one report per corpus
         suite = isinstance(data, dict) and isinstance(data.get("corpora"), dict)
         found = list(data["corpora"].items()) if suite else [(path.stem, data)]

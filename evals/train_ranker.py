@@ -18,10 +18,22 @@ atlas-pm −0.012); from the prior, every corpus gains.
 
 One seed's table is noisy (the same features with another seed or column order moved macro file MRR by
 about ±0.01 and a corpus by up to ±0.02): `--seeds 7,11,23` averages the table over seeds, prints each
-corpus's spread, and chooses the prior weight on the mean; the model is then fitted with the first seed. The
-shipped model comes from `--seeds 7,11,23 --prior-weight 4` (fitted with seed 7; the file's `meta.table_seeds`
-and `meta.prior_weight_pinned` say so), on 439 dev questions since session 13 added ~100 written by reading (338
-before); why the weight is pinned: `choose_prior`.
+corpus's spread, and chooses the prior weight on the mean; the model is then fitted with the first seed.
+
+**Reproducing the shipped model** (issue 41): `make ranker` runs two steps,
+
+    python -m evals.train_ranker --collect out/ranker-features.jsonl.gz   # index the corpora, write features
+    python -m evals.train_ranker --features out/ranker-features.jsonl.gz --seeds 7,11,23   # train, write model
+
+The first indexes each pinned corpus (incrementally) and writes every dev case's candidates as feature rows
+and labels (`write_features`: cases sorted by corpus and id, stable JSON, a gzip without a date); the second
+needs no database and gives the same bytes from the same file (`model_text`: fixed seeds, one thread,
+sorted keys; the model's `meta.features_sha256` names the feature file's content). The bare command does
+both in memory, through the same text. The prior weight is chosen by leave-one-corpus-out (`choose_prior`);
+`--prior-weight` pins it for an experiment and the file then says so (`meta.prior_weight_pinned`).
+
+Held-out data is refused in code (`evals.holdout`): a dev split that is a held-out dataset or holds a
+held-out case id, and a feature file or candidates cache holding one, stop the trainer with one error line.
 
 Leave-one-corpus-out decides: for each prior weight, train on all corpora but one and measure on that one
 against the RRF order of the same candidates (file MRR, file precision@1, "lead row holds a key fact"). The
@@ -33,7 +45,9 @@ weight and the table, to `nodes/context_retrieval/ranker_model.json`.
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
+import io
 import json
 import os
 import sys
@@ -46,6 +60,7 @@ import numpy as np
 
 from evals.cases import load_dataset
 from evals.facts import fact_in_text
+from evals.holdout import HoldoutError, holdout_name, is_holdout_path, refuse_cases, refuse_dataset
 from evals.runner import session_name
 from evals.suites import REPO_ROOT, SUITES, Suite, assemble_corpus
 from nodes.context_retrieval.learned_ranker import MODEL_FORMAT, MODEL_PATH, parse_model, rrf_prior
@@ -59,11 +74,11 @@ from stores.errors import LotsmanError
 PARAMS: dict[str, Any] = {
     "objective": "lambdarank", "learning_rate": 0.05, "num_leaves": 4, "min_data_in_leaf": 20,
     "lambdarank_truncation_level": 10, "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1,
-    "label_gain": [0, 1, 3], "verbose": -1, "seed": 7, "num_threads": 2, "deterministic": True,
+    "label_gain": [0, 1, 3], "verbose": -1, "seed": 7, "num_threads": 1, "deterministic": True,
     "force_row_wise": True,
 }
 """Small trees (4 leaves), few rounds: with a few hundred questions a larger model won on the corpora it saw
-and lost on the one left out."""
+and lost on the one left out. One thread: histogram sums then add in one order on any machine."""
 ROUNDS = 100
 PRIOR_WEIGHTS = (1.0, 2.0, 3.0, 4.0)
 """Candidate weights of the RRF prior, chosen between by leave-one-corpus-out."""
@@ -187,6 +202,115 @@ def load_candidates(path: Path, expected: dict[str, Any]) -> list[Candidates]:
     if len(out) != header.get("cases"):
         raise LotsmanError(f"{path}: {len(out)} cases of {header.get('cases')}: the cache is cut short; {redo}")
     return out
+
+
+FEATURES_FORMAT = "lotsman-ranker-features/1"
+"""Layout of a feature file (`write_features`)."""
+
+
+def _stable(data: Any) -> str:
+    """One JSON text for the same data on every run: sorted keys, no spaces, floats in Python's shortest
+    round-trip form (read back bit for bit)."""
+    return json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def features_text(queries: Sequence[Query], header: dict[str, Any]) -> str:
+    """The feature file's text: a header line (`feature_header`, the feature names, the number of queries),
+    then one line per query, sorted by corpus and case id, with its gold files, candidate paths, labels and
+    feature rows."""
+    lines = [_stable(header | {"format": FEATURES_FORMAT, "queries": len(queries)})]
+    for q in sorted(queries, key=lambda q: (q.corpus, q.case_id)):
+        lines.append(_stable({"corpus": q.corpus, "case_id": q.case_id, "gold": sorted(q.gold), "paths": q.paths,
+                              "labels": [int(v) for v in q.y],
+                              "x": [[float(v) for v in row] for row in np.asarray(q.x, dtype=np.float64)]}))
+    return "\n".join(lines) + "\n"
+
+
+def feature_header(suites: Sequence[Suite], embedder: str, *, root: Path = REPO_ROOT) -> dict[str, Any]:
+    """What a feature file was computed from: each corpus's assemble script and dev split (path and sha256),
+    the embedder and the feature names (written in the order of `FEATURES`)."""
+    return {"corpora": {s.name: _sha256(root / s.assemble) if s.assemble else None for s in suites},
+            "datasets": {s.name: {"path": s.dev, "sha256": _sha256(root / s.dev)} for s in suites},
+            "embedder": embedder, "features": list(FEATURES)}
+
+
+def write_features(queries: Sequence[Query], path: Path, header: dict[str, Any]) -> str:
+    """Write `features_text` to `path` (gzip without a name or date when it ends in `.gz`, so the same
+    features give the same bytes), beside it first and renamed over it; return the text's sha256."""
+    text = features_text(queries, header)
+    data = text.encode("utf-8")
+    if path.suffix == ".gz":
+        buf = io.BytesIO()
+        with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
+            gz.write(data)
+        data = buf.getvalue()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def parse_features(text: str, source: str) -> tuple[dict[str, Any], list[Query]]:
+    """The header and queries of a feature file's text (`features_text`).
+
+    Raises:
+        LotsmanError: not a feature file of this format, a damaged line, or cut short.
+    """
+    redo = "write it again with `python -m evals.train_ranker --collect FILE`"
+    lines = text.splitlines()
+    try:
+        header = json.loads(lines[0]) if lines else None
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != FEATURES_FORMAT:
+        raise LotsmanError(f"{source}: not a ranker feature file ({FEATURES_FORMAT}); {redo}")
+    queries = []
+    try:
+        for line in lines[1:]:
+            d = json.loads(line)
+            x = np.array(d["x"], dtype=np.float64).reshape(len(d["labels"]), len(header["features"]))
+            queries.append(Query(d["corpus"], d["case_id"], x, np.array(d["labels"], dtype=np.int64),
+                                 list(d["paths"]), set(d["gold"])))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise LotsmanError(f"{source}: line {len(queries) + 2} is damaged ({type(exc).__name__}); {redo}") from exc
+    if len(queries) != header.get("queries"):
+        raise LotsmanError(f"{source}: {len(queries)} queries of {header.get('queries')}: cut short; {redo}")
+    return header, queries
+
+
+def read_features(path: Path) -> tuple[dict[str, Any], list[Query], str]:
+    """A feature file's header, its queries (in the file's order) and its text's sha256.
+
+    Raises:
+        LotsmanError: not a feature file, damaged, or cut short (`parse_features`).
+        OSError: it cannot be read.
+    """
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise LotsmanError(f"{path}: a damaged gzip ({exc}); write it again with --collect") from exc
+    text = data.decode("utf-8", errors="replace")
+    header, queries = parse_features(text, str(path))
+    return header, queries, hashlib.sha256(data).hexdigest()
+
+
+def refuse_held_out_features(header: dict[str, Any], queries: Sequence[Query], source: str) -> None:
+    """A feature file computed from a held-out dataset, or holding a held-out case id, is refused
+    (`HoldoutError`)."""
+    datasets = header.get("datasets") or {}
+    for name, info in datasets.items():
+        path = info.get("path") if isinstance(info, dict) else None
+        if isinstance(path, str) and is_holdout_path(REPO_ROOT / path):
+            raise HoldoutError(f"train_ranker refuses {source}: its {name} rows come from a held-out dataset "
+                               f"({path}); train on dev splits only")
+    refuse_cases([q.case_id for q in queries], source=source, by="train_ranker")
 
 
 def collect(corpus_name: str, corpus: Path, dataset: Path, settings: Any, deps: Any, *,
@@ -344,10 +468,15 @@ def pinned_suites() -> list[Any]:
     return [suite for suite in SUITES.values() if suite.assemble is not None]
 
 
+def model_text(data: dict[str, Any]) -> str:
+    """The model file's text: sorted keys, no spaces, floats in their shortest round-trip form, one line."""
+    return _stable(data) + "\n"
+
+
 def write_model(data: dict[str, Any], out: Path, *, expected: Sequence[str], trainer: str) -> None:
-    """Write a model file, after checking that it loads as the graph will load it."""
+    """Write a model file (`model_text`), after checking that it loads as the graph will load it."""
     parse_model(data, expected=expected, trainer=trainer)
-    out.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+    out.write_text(model_text(data), encoding="utf-8")
 
 
 def worst_gain(table: dict[str, dict[str, float]]) -> float:
@@ -386,60 +515,123 @@ def print_table(table: dict[str, dict[str, float]]) -> None:
             f"{corpus} {r['learned_mrr_spread']:.3f}" for corpus, r in table.items() if "learned_mrr_spread" in r))
 
 
+def loco_tables(queries: list[Query], lgb: Any, seeds: Sequence[int]) -> dict[float, dict[str, dict[str, float]]]:
+    """Per prior weight, the leave-one-corpus-out table averaged over `seeds`."""
+    return {w: mean_tables([leave_one_corpus_out(queries, lgb, PARAMS | {"seed": seed}, ROUNDS, w) for seed in seeds])
+            for w in PRIOR_WEIGHTS}
+
+
+def build_model(queries: list[Query], lgb: Any, *, seeds: Sequence[int], features: Sequence[str], embedder: Any,
+                features_sha256: str, tables: dict[float, dict[str, dict[str, float]]] | None = None,
+                pinned: float | None = None) -> dict[str, Any]:
+    """The model file's data from feature rows: queries sorted by corpus and case id, the prior weight chosen
+    on the leave-one-corpus-out tables (`tables`, computed when not given), fitted with the first seed."""
+    queries = sorted(queries, key=lambda q: (q.corpus, q.case_id))
+    tables = tables if tables is not None else loco_tables(queries, lgb, seeds)
+    weight = choose_prior(tables, pinned)
+    params = PARAMS | {"seed": seeds[0]}
+    model = fit(queries, lgb, params, ROUNDS, weight)
+    meta: dict[str, Any] = {"params": params, "rounds": ROUNDS, "corpora": sorted({q.corpus for q in queries}),
+                            "questions": len(queries), "embedder": embedder, "leave_one_corpus_out": tables[weight],
+                            "features_sha256": features_sha256, "prior_weights": list(PRIOR_WEIGHTS)}
+    if len(seeds) > 1:
+        meta["table_seeds"] = list(seeds)
+    if pinned is not None:
+        meta["prior_weight_pinned"] = True
+    return export(model, weight, meta, features)
+
+
+def collect_queries(args: argparse.Namespace, settings: Any) -> list[Query]:
+    """Every pinned corpus's dev candidates as feature rows: from `--cache` when it exists, else by running
+    the lanes (and written to `--cache` when given).
+
+    Raises:
+        LotsmanError: a held-out dev split (`HoldoutError`), a bad cache, a corpus that cannot be assembled,
+            no database.
+        OSError: a file that cannot be read or written.
+    """
+    from graph.deps import GraphDeps
+
+    suites = pinned_suites()
+    for suite in suites:
+        refuse_dataset(REPO_ROOT / suite.dev, by="train_ranker")
+    header = cache_header(suites, settings.embedder)
+    if args.cache is not None and args.cache.exists():
+        if holdout_name(args.cache):
+            raise HoldoutError(f"train_ranker refuses {args.cache}: a held-out candidates cache")
+        candidates = load_candidates(args.cache, header)
+        refuse_cases([c.case_id for c in candidates], source=str(args.cache), by="train_ranker")
+        return [featurize(c) for c in candidates]
+    candidates = []
+    cache_dir = args.corpora_dir or settings.data_dir / "corpora"
+    deps = GraphDeps(settings=settings)
+    try:
+        for suite in suites:
+            corpus = assemble_corpus(suite, cache_dir)
+            got = collect(suite.name, corpus, REPO_ROOT / suite.dev, settings, deps, index=not args.no_index)
+            print(f"{suite.name}: {len(got)} dev questions, {sum(len(c.rows) for c in got)} candidates",
+                  file=sys.stderr)
+            candidates += got
+    finally:
+        deps.close()
+    if args.cache is not None:
+        save_candidates(candidates, args.cache, header)
+    return [featurize(c) for c in candidates]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = trainer_parser("python -m evals.train_ranker", __doc__, MODEL_PATH)
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--collect", type=Path, metavar="FILE",
+                        help="index the corpora, write every dev case's feature rows to FILE (e.g. "
+                        "out/ranker-features.jsonl.gz) and stop: the first step of `make ranker`")
+    source.add_argument("--features", type=Path, metavar="FILE",
+                        help="train from a feature file written by --collect (no database): the second step")
     parser.add_argument("--cache", type=Path, help="candidates file: read when it exists (refused when collected "
                         "under other corpora, dev splits or embedder), else written after collecting "
-                        "(a model change retrains without running the lanes again)")
+                        "(a feature change retrains without running the lanes again)")
     parser.add_argument("--no-index", action="store_true", help="read the eval sessions as they are")
     parser.add_argument("--seeds", type=seed_list, default=(PARAMS["seed"],),
                         help="LightGBM seeds the leave-one-corpus-out table is averaged over, e.g. 7,11,23 (one "
                         "seed's table moves by about ±0.01 macro and ±0.02 a corpus); the prior weight is chosen "
                         "on the mean, the model is fitted with the first seed")
     parser.add_argument("--prior-weight", type=float, choices=PRIOR_WEIGHTS,
-                        help="fit with this prior weight instead of choosing one by leave-one-corpus-out (the "
-                        "table of every weight is still printed, and a model losing to RRF is still refused)")
+                        help="an experiment: fit with this prior weight instead of the one leave-one-corpus-out "
+                        "chooses (the file says so; the shipped model is never pinned)")
     args = parser.parse_args(argv)
-    lgb = import_lightgbm()
-    if lgb is None:
+    lgb = None if args.collect else import_lightgbm()
+    if lgb is None and not args.collect:
         return 2
-    from graph.deps import GraphDeps
-    from graph.settings import get_settings
+    try:
+        if args.features is not None:
+            if holdout_name(args.features):
+                raise HoldoutError(f"train_ranker refuses {args.features}: a held-out feature file")
+            header, queries, sha = read_features(args.features)
+            refuse_held_out_features(header, queries, str(args.features))
+            if header.get("features") != list(FEATURES):
+                raise LotsmanError(f"{args.features}: computed for other features than rank_features.FEATURES; "
+                                   "write it again with --collect")
+            embedder = header.get("embedder")
+        else:
+            from graph.settings import get_settings
 
-    settings = get_settings()
-    header = cache_header(pinned_suites(), settings.embedder)
-    if args.cache is not None and args.cache.exists():
-        try:
-            candidates = load_candidates(args.cache, header)
-        except (LotsmanError, OSError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-    else:
-        candidates = []
-        cache_dir = args.corpora_dir or settings.data_dir / "corpora"
-        deps = GraphDeps(settings=settings)
-        try:
-            for suite in pinned_suites():
-                corpus = assemble_corpus(suite, cache_dir)
-                got = collect(suite.name, corpus, Path(suite.dev), settings, deps, index=not args.no_index)
-                print(f"{suite.name}: {len(got)} dev questions, {sum(len(c.rows) for c in got)} candidates",
-                      file=sys.stderr)
-                candidates += got
-        except (LotsmanError, OSError) as exc:  # a corpus folder it cannot write, no database, a bad dataset
-            print(f"error: {exc}", file=sys.stderr)
-            return getattr(exc, "exit_code", 1)
-        finally:
-            deps.close()
-        if args.cache is not None:
-            try:
-                save_candidates(candidates, args.cache, header)
-            except OSError as exc:
-                print(f"error: cannot write the cache: {exc}", file=sys.stderr)
-                return 1
-    queries = [featurize(c) for c in candidates]
-    params = PARAMS | {"seed": args.seeds[0]}
-    tables = {w: mean_tables([leave_one_corpus_out(queries, lgb, PARAMS | {"seed": seed}, ROUNDS, w)
-                              for seed in args.seeds]) for w in PRIOR_WEIGHTS}
+            settings = get_settings()
+            queries = collect_queries(args, settings)
+            header = feature_header(pinned_suites(), settings.embedder)
+            if args.collect is not None:
+                sha = write_features(queries, args.collect, header)
+                print(f"wrote {args.collect} ({len(queries)} questions, features sha256 {sha[:12]})")
+                return 0
+            # the same text a feature file holds, read back: the bare command and the two steps give one model
+            text = features_text(queries, header)
+            header, queries = parse_features(text, "collected features")
+            sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            embedder = settings.embedder
+    except (LotsmanError, OSError) as exc:  # held-out data, a bad file, a corpus folder it cannot use, no database
+        print(f"error: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", 1)
+    queries.sort(key=lambda q: (q.corpus, q.case_id))
+    tables = loco_tables(queries, lgb, args.seeds)
     for w, t in tables.items():
         print(f"prior weight {w}: macro MRR {t['macro']['rrf_mrr']:.3f} → {t['macro']['learned_mrr']:.3f}, "
               f"worst corpus {worst_gain(t):+.3f}")
@@ -453,16 +645,10 @@ def main(argv: list[str] | None = None) -> int:
     if not beats_rrf_everywhere(table):
         print("error: not writing a model that loses to RRF on a held-out corpus", file=sys.stderr)
         return 1
-    model = fit(queries, lgb, params, ROUNDS, weight)
-    meta = {"params": params, "rounds": ROUNDS, "corpora": sorted({q.corpus for q in queries}),
-            "questions": len(queries), "embedder": header["embedder"], "leave_one_corpus_out": table}
-    if len(args.seeds) > 1:
-        meta["table_seeds"] = list(args.seeds)
-    if args.prior_weight is not None:
-        meta["prior_weight_pinned"] = True
-    data = export(model, weight, meta)
+    data = build_model(queries, lgb, seeds=args.seeds, features=FEATURES, embedder=embedder, features_sha256=sha,
+                       tables=tables, pinned=args.prior_weight)
     write_model(data, args.out, expected=FEATURES, trainer="python -m evals.train_ranker")
-    print(f"wrote {args.out} ({len(data['trees'])} trees over {len(FEATURES)} features)")
+    print(f"wrote {args.out} ({len(data['trees'])} trees over {len(FEATURES)} features; features sha256 {sha[:12]})")
     return 0
 
 
