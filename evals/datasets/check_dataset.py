@@ -1,9 +1,23 @@
 """Verify a Lotsman evaluation dataset (JSONL) against its corpus.
 
 Usage: python evals/datasets/check_dataset.py DATASET.jsonl --corpus /tmp/fastapi-ru
+       python evals/datasets/check_dataset.py --twins                 # dev cases that twin a held-out case
+       python evals/datasets/check_dataset.py --fix-gold DATASET.jsonl --corpus /tmp/fastapi-ru
 
 The checks are listed in evals/datasets/README.md ("Verification"). Prints one
 line per problem plus a summary; exits 1 on any problem, 2 on bad usage.
+
+Two rules tie the splits together (issue 41):
+
+- **The gold rule**, one for dev and held-out: an answerable case's gold files include every file the indexer
+  takes (`stores.indexing.files.collect_files`: .md/.py) that states all of its key facts
+  (`evals.facts.fact_in_text`), at most `MAX_GOLD` in all. `--fix-gold` adds the missing files (original
+  gold first, the added ones sorted) and refuses a case the rule would widen past `MAX_GOLD`: its facts are
+  too generic, a person makes them specific.
+- **No twins**: a dev case twins a held-out case of the same corpus when they share a gold file and a key
+  fact (folded as `evals.facts.fold`; one fact holding the other as whole words is the same fact). A twin
+  makes the held-out case seen: the dev case goes. The normal check of either split fails on a twin;
+  `--twins` lists them for every registered corpus.
 """
 
 from __future__ import annotations
@@ -18,7 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 # The metric's own matcher, so a fact the checker accepts is one the eval can credit (issue 28).
-from evals.facts import fact_in_text  # noqa: E402
+from evals.facts import fact_in_text, fold, raw_form, symbol_shaped  # noqa: E402
+from evals.suites import REPO_ROOT, SUITES  # noqa: E402
 
 ROUTES = {"GENERAL_QA", "DOC_EXPLAIN/SUMMARY", "DOC_EXPLAIN/FIND_FILES"}
 FIELDS = {
@@ -46,7 +61,10 @@ TAGS = {
     "general",
 }
 MAX_FACT_WORDS = 5
+MAX_GOLD = 5
+"""Gold files of an answerable case at most: the gold rule may widen a case to this many, not more."""
 CYRILLIC = re.compile(r"[\u0400-\u04FF]")
+_WORDS = re.compile(r"\w+")
 
 class Corpus:
     """Lazy, lower-cased view of the text files under the corpus root."""
@@ -56,6 +74,8 @@ class Corpus:
         self._cache: dict[str, str] = {}
         self._raw: dict[str, str] = {}
         self._all: dict[str, str] | None = None
+        self._indexable: dict[str, str] | None = None
+        self._lower: dict[str, str] = {}
 
     def resolve(self, rel: str) -> Path | None:
         if not rel or os.path.isabs(rel) or "\\" in rel:
@@ -90,6 +110,29 @@ class Corpus:
                     rel = p.relative_to(self.root).as_posix()
                     self._all[rel] = p.read_text(encoding="utf-8", errors="replace").lower()
         return self._all
+
+    def indexable(self) -> dict[str, str]:
+        """Path → text of every file the indexer takes (`collect_files`: .md/.py, hidden folders skipped, the
+        text as it is indexed), in path order."""
+        if self._indexable is None:
+            from stores.indexing.files import collect_files
+
+            self._indexable = {f.path: f.text for f in collect_files(self.root).files}
+            self._lower = {rel: text.lower() for rel, text in self._indexable.items()}
+        return self._indexable
+
+    def stating(self, facts: list[str]) -> list[str]:
+        """Indexable files that state every one of `facts` by the eval's matcher, in path order.
+
+        A cheap necessary test comes first: a symbol-shaped fact's raw tokens occur in the file's text as
+        they are (the matcher's raw form only drops backticks and quote marks and joins whitespace), any other
+        fact's words in its lower-cased text (the matcher folds both sides)."""
+        texts = self.indexable()
+        needles = [(True, raw_form(f).split()) if symbol_shaped(f) else (False, _WORDS.findall(f.lower()))
+                   for f in facts]
+        return [rel for rel, text in texts.items()
+                if all(all(t in (text if raw else self._lower[rel]) for t in tokens) for raw, tokens in needles)
+                and all(fact_in_text(f, text) for f in facts)]
 
     def count(self, term: str) -> tuple[int, int]:
         """(files containing term, total occurrences), case-insensitive."""
@@ -166,8 +209,8 @@ def check_case(
 
     # answerable vs not
     if answerable is True:
-        if not 1 <= len(gold) <= 3:
-            bad(f"answerable case needs 1-3 gold paths, has {len(gold)}")
+        if not 1 <= len(gold) <= MAX_GOLD:
+            bad(f"answerable case needs 1-{MAX_GOLD} gold paths, has {len(gold)}")
         if not 1 <= len(facts) <= 3:
             bad(f"answerable case needs 1-3 key facts, has {len(facts)}")
         for f in facts:
@@ -229,6 +272,179 @@ def check_case(
         bad("case with 2+ gold paths should be tagged multi_gold")
 
 
+# ---- the gold rule -------------------------------------------------------------------------------------
+
+def gold_gaps(rec: dict, corpus: Corpus) -> tuple[list[str], list[str]]:
+    """(indexable files stating every key fact of an answerable case that are not gold, all such files);
+    ([], []) for a case the rule does not apply to (unanswerable, no facts, malformed)."""
+    facts, gold = rec.get("key_facts"), rec.get("gold_paths")
+    if rec.get("answerable") is not True or not isinstance(facts, list) or not facts or not isinstance(gold, list):
+        return [], []
+    if not all(isinstance(f, str) for f in facts):
+        return [], []
+    stating = corpus.stating(facts)
+    return [f for f in stating if f not in gold], stating
+
+
+def gold_rule_problems(records: list[dict], corpus: Corpus, problems: list[str]) -> None:
+    """The gold rule (module docstring) on every case; gold files the indexer does not take are named too
+    (retrieval can never return them)."""
+    indexable = corpus.indexable()
+    for rec in records:
+        cid = rec.get("id")
+        gold = rec.get("gold_paths") if isinstance(rec.get("gold_paths"), list) else []
+        for g in gold:
+            if isinstance(g, str) and corpus.resolve(g) is not None and (corpus.root / g).is_file() \
+                    and g not in indexable:
+                problems.append(f"{cid}: gold path {g!r} is not a file the indexer takes (.md/.py, not hidden)")
+        missing, stating = gold_gaps(rec, corpus)
+        if not missing:
+            continue
+        wide = len(dict.fromkeys([*gold, *missing]))
+        if wide > MAX_GOLD:
+            problems.append(f"{cid}: gold rule: {len(stating)} files state every key fact (gold would grow to "
+                            f"{wide} > {MAX_GOLD}): make the key facts specific to the answer")
+        else:
+            problems.append(f"{cid}: gold rule: not gold but states every key fact: {', '.join(missing)} "
+                            "(--fix-gold adds them)")
+
+
+def fix_gold(dataset: Path, corpus: Corpus) -> tuple[list[str], list[str]]:
+    """Add to each answerable case's gold the indexable files that state all its key facts (original gold
+    first, then the added files in path order; `multi_gold` tagged once there are 2+), rewriting only the
+    lines that change. A case the rule would widen past `MAX_GOLD` is left as it is and reported.
+
+    Returns:
+        (lines describing the added files, lines describing the refused cases).
+    """
+    lines = dataset.read_text(encoding="utf-8").splitlines(keepends=True)
+    fixed, refused = [], []
+    for i, line in enumerate(lines):
+        try:
+            rec = json.loads(line) if line.strip() else None
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(rec, dict):
+            continue
+        missing, stating = gold_gaps(rec, corpus)
+        if not missing:
+            continue
+        gold = list(dict.fromkeys([*rec["gold_paths"], *missing]))
+        if len(gold) > MAX_GOLD:
+            refused.append(f"{rec.get('id')}: {len(stating)} files state every key fact {rec['key_facts']} "
+                           f"({', '.join(stating[:8])}{', ...' if len(stating) > 8 else ''}): gold would grow to "
+                           f"{len(gold)} > {MAX_GOLD}; make the key facts specific to the answer")
+            continue
+        rec["gold_paths"] = gold
+        tags = rec.get("tags")
+        if isinstance(tags, list) and len(gold) >= 2 and "multi_gold" not in tags:
+            tags.append("multi_gold")
+        end = "\n" if line.endswith("\n") else ""
+        lines[i] = json.dumps(rec, ensure_ascii=False) + end
+        fixed.append(f"{rec.get('id')}: + {', '.join(missing)}")
+    if fixed:
+        tmp = dataset.with_name(f".{dataset.name}.{os.getpid()}.tmp")
+        tmp.write_text("".join(lines), encoding="utf-8")
+        os.replace(tmp, dataset)
+    return fixed, refused
+
+
+# ---- twins of held-out cases ----------------------------------------------------------------------------
+
+def same_fact(a: str, b: str) -> bool:
+    """Two key facts are the same after folding (`evals.facts.fold`), or one holds the other as whole words."""
+    fa, fb = fold(a), fold(b)
+    return bool(fa) and bool(fb) and (f" {fa} " in f" {fb} " or f" {fb} " in f" {fa} ")
+
+
+def read_cases(path: Path) -> list[dict]:
+    """The JSON objects of a dataset (blank and malformed lines skipped: the normal check reports them)."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else []:
+        try:
+            rec = json.loads(line) if line.strip() else None
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def twins(dev: list[dict], held: list[dict]) -> list[tuple[str, str, str, str, str]]:
+    """(dev id, held-out id, shared gold file, dev fact, held-out fact) of every dev case that twins a
+    held-out case: a shared gold file and a shared key fact (`same_fact`); one row per pair of cases."""
+    def usable(rec: dict) -> tuple[list[str], list[str]]:
+        gold, facts = rec.get("gold_paths"), rec.get("key_facts")
+        ok = isinstance(gold, list) and isinstance(facts, list)
+        return ([g for g in gold if isinstance(g, str)] if ok else [],
+                [f for f in facts if isinstance(f, str)] if ok else [])
+
+    found = []
+    for h in held:
+        h_gold, h_facts = usable(h)
+        for d in dev:
+            d_gold, d_facts = usable(d)
+            shared = [g for g in d_gold if g in h_gold]
+            pair = next(((df, hf) for df in d_facts for hf in h_facts if same_fact(df, hf)), None)
+            if shared and pair:
+                found.append((str(d.get("id")), str(h.get("id")), shared[0], pair[0], pair[1]))
+    return found
+
+
+def split_pair(dataset: Path) -> tuple[str, Path, Path] | None:
+    """(corpus name, dev dataset, held-out dataset) the dataset belongs to: a registered suite's, else by
+    name (`NAME.jsonl` beside `NAME_holdout.jsonl`); None when it has no other split."""
+    here = dataset.resolve()
+    for suite in SUITES.values():
+        if suite.holdout and here in ((REPO_ROOT / suite.dev).resolve(), (REPO_ROOT / suite.holdout).resolve()):
+            return suite.name, REPO_ROOT / suite.dev, REPO_ROOT / suite.holdout
+    if dataset.stem.endswith("_holdout"):
+        return dataset.stem[: -len("_holdout")], dataset.with_name(dataset.stem[: -len("_holdout")] + ".jsonl"), \
+            dataset
+    other = dataset.with_name(dataset.stem + "_holdout.jsonl")
+    return (dataset.stem, dataset, other) if other.is_file() else None
+
+
+def twin_problems(dataset: Path, problems: list[str]) -> None:
+    """The normal check's part of the twin rule: twins (and shared ids) between this dataset and its other
+    split, named from this dataset's side."""
+    pair = split_pair(dataset)
+    if pair is None or not pair[1].is_file() or not pair[2].is_file():
+        return
+    _, dev_path, held_path = pair
+    dev, held = read_cases(dev_path), read_cases(held_path)
+    is_dev = dataset.resolve() == dev_path.resolve()
+    for d_id, h_id, gold, d_fact, h_fact in twins(dev, held):
+        if is_dev:
+            problems.append(f"{d_id}: twins held-out {h_id} ({held_path.name}: gold {gold}, key fact {d_fact!r} ~ "
+                            f"{h_fact!r}): remove it from dev")
+        else:
+            problems.append(f"{h_id}: twinned by dev {d_id} ({dev_path.name}: gold {gold}, key fact {h_fact!r} ~ "
+                            f"{d_fact!r}): the dev case must go")
+    shared = {str(r.get("id")) for r in dev} & {str(r.get("id")) for r in held}
+    for cid in sorted(shared):
+        problems.append(f"{cid}: id used in both {dev_path.name} and {held_path.name}")
+
+
+def twins_report(names: list[str] | None = None) -> int:
+    """`--twins`: every registered corpus with a held-out split (or the named ones), its twins and a summary
+    line each; exit 1 when any dev case twins a held-out case."""
+    total = 0
+    for suite in SUITES.values():
+        if suite.holdout is None or (names and suite.name not in names):
+            continue
+        dev, held = read_cases(REPO_ROOT / suite.dev), read_cases(REPO_ROOT / suite.holdout)
+        found = twins(dev, held)
+        for d_id, h_id, gold, d_fact, h_fact in found:
+            print(f"TWIN {suite.name}: dev {d_id} ~ held-out {h_id}: gold {gold}; key fact {d_fact!r} ~ {h_fact!r}")
+        cases = len({d for d, *_ in found})
+        print(f"{suite.name}: dev {len(dev)} cases, held-out {len(held)} cases: {len(found)} twin pairs"
+              f"{f' ({cases} dev cases to remove)' if found else ''}")
+        total += len(found)
+    print("OK: no dev case twins a held-out case" if total == 0 else f"{total} twin pair(s)")
+    return 1 if total else 0
+
+
 def sidecar_absent_terms(dataset: Path) -> dict[str, list[str]]:
     """Terms that must be absent from the corpus for each unanswerable case, kept next to the dataset
     (`NAME.absent.json`: case id -> terms; a case-insensitive substring search over every file under the
@@ -243,22 +459,53 @@ def sidecar_absent_terms(dataset: Path) -> dict[str, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dataset", type=Path)
-    ap.add_argument("--corpus", type=Path, required=True, help="corpus root (assembled DEST)")
+    ap.add_argument("dataset", type=Path, nargs="?")
+    ap.add_argument("--corpus", type=Path, help="corpus root (assembled DEST)")
     ap.add_argument("--quiet", action="store_true", help="print only problems")
     ap.add_argument(
         "--absent-report",
         action="store_true",
         help="also print the corpus count of every absent term",
     )
+    ap.add_argument("--twins", action="store_true",
+                    help="list every dev case that twins a held-out case of its corpus (same gold file and key "
+                    "fact) for every registered corpus (or those named with --corpus-set); exit 1 on any")
+    ap.add_argument("--corpus-set", metavar="NAMES", help="with --twins: comma-separated corpora")
+    ap.add_argument("--fix-gold", type=Path, metavar="DATASET",
+                    help=f"add to gold every indexable file of --corpus that states all of a case's key facts; "
+                    f"cases that would pass {MAX_GOLD} gold files are refused (listed), exit 1")
     args = ap.parse_args(argv)
 
-    if not args.corpus.is_dir():
-        print(f"error: corpus root {args.corpus} is not a directory", file=sys.stderr)
+    if args.twins:
+        if args.dataset or args.fix_gold:
+            print("error: --twins reads the registered datasets; give no DATASET or --fix-gold", file=sys.stderr)
+            return 2
+        names = [n.strip() for n in args.corpus_set.split(",") if n.strip()] if args.corpus_set else None
+        unknown = [n for n in names or () if n not in SUITES]
+        if unknown:
+            print(f"error: unknown corpus {', '.join(unknown)}; known: {', '.join(SUITES)}", file=sys.stderr)
+            return 2
+        return twins_report(names)
+    dataset = args.fix_gold or args.dataset
+    if dataset is None or (args.fix_gold and args.dataset):
+        print("error: give DATASET --corpus PATH, --fix-gold DATASET --corpus PATH, or --twins", file=sys.stderr)
         return 2
-    if not args.dataset.is_file():
-        print(f"error: dataset {args.dataset} not found", file=sys.stderr)
+    if args.corpus is None or not args.corpus.is_dir():
+        print(f"error: corpus root {args.corpus} is not a directory (--corpus PATH)", file=sys.stderr)
         return 2
+    if not dataset.is_file():
+        print(f"error: dataset {dataset} not found", file=sys.stderr)
+        return 2
+    if args.fix_gold:
+        fixed, refused = fix_gold(dataset, Corpus(args.corpus))
+        for line in fixed:
+            print(f"FIXED {line}")
+        for line in refused:
+            print(f"REFUSED {line}")
+        print(f"{dataset}: {len(fixed)} case(s) widened, {len(refused)} refused"
+              + (" (make their key facts specific, then run --fix-gold again)" if refused else ""))
+        return 1 if refused else 0
+    args.dataset = dataset
 
     corpus = Corpus(args.corpus)
     absent = sidecar_absent_terms(args.dataset)
@@ -293,6 +540,8 @@ def main(argv: list[str] | None = None) -> int:
     for cid in absent:
         if cid not in ids:
             problems.append(f"{cid}: has absent terms ({args.dataset.stem}.absent.json) but is not in the dataset")
+    gold_rule_problems(records, corpus, problems)
+    twin_problems(args.dataset, problems)
 
     for p in problems:
         print(f"PROBLEM {p}")
