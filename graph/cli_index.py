@@ -108,8 +108,8 @@ def _print_index_report(report: Any, embedder: str, *, verbose: bool) -> None:
     for s in report.skipped:
         print(f"skipped {printable(s.path)}: {printable(s.reason)}")
     if verbose:
-        for path in report.empty:
-            print(f"empty {printable(path)}")
+        for s in report.empty:
+            print(f"empty {printable(s.path)}")
         for w in report.warnings:
             print(f"warning {printable(w)}")
     elif report.warnings:

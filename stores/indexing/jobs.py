@@ -50,24 +50,27 @@ class IndexReport:
     revision: dict[str, str] | None = None
     """`{"repo", "ref", "commit"}` when the job read a git revision (`--ref`)."""
     skipped: list[SkippedFile] = field(default_factory=list)
-    empty: list[str] = field(default_factory=list)
+    empty: list[SkippedFile] = field(default_factory=list)
     """Empty `.py` files (`files.is_empty_module`, mostly `__init__.py`): not indexed like the skipped ones,
-    but only counted (`files_empty`), not listed: they are normal."""
+    but reports count them (`files_empty`) instead of listing them: they are normal. The job row's `skipped`
+    still holds them (`all_skips`): the row records every file the job did not index."""
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
     def add_skips(self, skips: list[SkippedFile]) -> None:
         """Record files that were not indexed: empty modules into `empty`, the others into `skipped`."""
         for skip in skips:
-            if is_empty_module(skip):
-                self.empty.append(skip.path)
-            else:
-                self.skipped.append(skip)
+            (self.empty if is_empty_module(skip) else self.skipped).append(skip)
+
+    def all_skips(self) -> list[dict]:
+        """Every file the job did not index, empty modules included, as the job row's `skipped` keeps them."""
+        return [{"path": s.path, "reason": s.reason}
+                for s in sorted([*self.skipped, *self.empty], key=lambda s: s.path)]
 
     @property
     def not_indexed(self) -> set[str]:
         """Paths of every file this job found but could not index (skipped or empty): a diff keeps their rows."""
-        return {s.path for s in self.skipped} | set(self.empty)
+        return {s.path for s in [*self.skipped, *self.empty]}
 
     @property
     def reembedded_share(self) -> float | None:

@@ -487,7 +487,7 @@ def _fail(db: Database, job: _Job, error: str) -> bool:
 
 
 def _skips(report: IndexReport) -> list[dict]:
-    return [{"path": s.path, "reason": s.reason} for s in report.skipped]
+    return report.all_skips()
 
 
 def read_sources(root: Path, *, max_bytes: int, revision: Revision | None = None) -> tuple[CollectedFiles, dict]:

@@ -107,9 +107,8 @@ def unchanged_report(conn: psycopg.Connection, session: RagSession, root: Path, 
             tree = folder_tree(root_text, max_bytes, stats, taken_ns, shas)
             files = sum(1 for sha in shas.values() if sha is not None)
         report = IndexReport(session=current.name, job_id="", kind="changes", files_seen=files + len(last.skipped),
-                             files_unchanged=files, noop=True,
-                             skipped=[SkippedFile(s["path"], s["reason"]) for s in last.skipped],
-                             revision=_revision_dict(current))
+                             files_unchanged=files, noop=True, revision=_revision_dict(current))
+        report.add_skips([SkippedFile(s["path"], s["reason"]) for s in last.skipped])  # empty modules counted
         report.timings["total"] = (time.time_ns() - taken_ns) / 1e9
         report.job_id = record_noop(conn, current.rag_session_id, counts=report.counts(), skipped=last.skipped,
                                     tree=tree)

@@ -36,6 +36,12 @@ def test_empty_modules_are_counted_not_listed_as_skipped(lotsman, tmp_path: Path
     assert "5 files seen, 2 indexed, 0 unchanged, 0 deleted, 1 skipped, 2 empty .py files" in done.stdout
     assert "skipped docs/blank.md: empty file" in done.stdout  # an empty page is still worth a line
 
+    noop = lotsman("index", str(root), "--session", session_name, LOTSMAN_EMBEDDER="fake")
+    assert noop.returncode == 0, noop.stderr
+    assert "nothing changed since the last index job" in noop.stdout
+    assert "5 files seen, 0 indexed, 2 unchanged, 0 deleted, 1 skipped, 2 empty .py files" in noop.stdout
+    assert "__init__.py" not in noop.stdout
+
     verbose = lotsman("-v", "index", str(root), "--session", session_name, "--full", LOTSMAN_EMBEDDER="fake")
     assert verbose.returncode == 0, verbose.stderr
     assert "empty pkg/__init__.py" in verbose.stdout and "empty pkg/sub/__init__.py" in verbose.stdout

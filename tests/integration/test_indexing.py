@@ -210,7 +210,7 @@ def test_repo_every_layer_has_rows(db: Database, repo_index: tuple[str, IndexRep
     assert report.kind == "snapshot" and report.rows_per_layer == counts
     # No skips: the empty package markers (`__init__.py` with no content) are counted, not listed (issue 37).
     assert not report.skipped, report.skipped
-    assert report.empty and all(p.endswith("__init__.py") for p in report.empty), report.empty
+    assert report.empty and all(s.path.endswith("__init__.py") for s in report.empty), report.empty
     # Every embedded row got a vector, every other row none.
     session = _session(db, name)
     assert session.embedder == "fake" and session.embedding_dim == 64
