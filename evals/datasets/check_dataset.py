@@ -59,7 +59,12 @@ TAGS = {
     "unanswerable",
     "find_files",
     "general",
+    "absent_topic",
+    "near_miss",
 }
+UNANSWERABLE_KINDS = {"absent_topic", "near_miss"}
+"""Optional tags of an unanswerable case: no word of the topic in the corpus, or the asked thing does not exist
+though its words do (abstention is reported per kind)."""
 MAX_FACT_WORDS = 5
 MAX_GOLD = 5
 """Gold files of an answerable case at most: the gold rule may widen a case to this many, not more."""
@@ -247,6 +252,11 @@ def check_case(
         bad(f"unknown tags {sorted(unknown)}")
     if len(set(tags)) != len(tags):
         bad("duplicate tag")
+    kinds = UNANSWERABLE_KINDS.intersection(tags)
+    if kinds and answerable is not False:
+        bad(f"tag {sorted(kinds)[0]!r} belongs to unanswerable cases")
+    if len(kinds) > 1:
+        bad("an unanswerable case is either an absent topic or a near miss, not both")
     langs = [t for t in tags if t in ("ru", "en")]
     if len(langs) != 1:
         bad("exactly one of the tags ru/en is required")

@@ -168,3 +168,21 @@ def test_the_fast_path_finds_what_the_matcher_finds(corpus: Path) -> None:
                   ["allow_origins"], ['allow_origins=["*"]', "max_age 600"], ["Use --all and"], ["'*'"]):
         slow = [rel for rel, text in view.indexable().items() if all(fact_in_text(f, text) for f in facts)]
         assert view.stating(facts) == slow, facts
+
+
+def test_an_unanswerable_case_may_say_which_kind_it_is(corpus: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    def unanswerable(cid: str, tags: list[str]) -> dict[str, Any]:
+        return {**case(cid, [], [], f"How do I use Kafka {cid}?"), "answerable": False,
+                "tags": ["en", "unanswerable", *tags]}
+
+    dataset = write(tmp_path / "u.jsonl", [unanswerable("u-1", ["absent_topic"]), unanswerable("u-2", ["near_miss"])])
+    (tmp_path / "u.absent.json").write_text('{"u-1": ["kafka"], "u-2": ["kafka consumer"]}', encoding="utf-8")
+    assert check_dataset.main([str(dataset), "--corpus", str(corpus), "--quiet"]) == 0
+    write(dataset, [unanswerable("u-1", ["absent_topic", "near_miss"]),
+                    {**case("u-2", ["docs/other.md"], ["8080"], "Which port?"), "tags": ["en", "near_miss"]}])
+    assert check_dataset.main([str(dataset), "--corpus", str(corpus), "--quiet"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "PROBLEM u-1: an unanswerable case is either an absent topic or a near miss, not both",
+        "PROBLEM u-2: answerable case has absent terms",
+        "PROBLEM u-2: tag 'near_miss' belongs to unanswerable cases"]
