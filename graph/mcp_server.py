@@ -611,12 +611,18 @@ def _request_id(value: Any) -> int | str | None:
 
 
 def _has_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return any("\ud800" <= ch <= "\udfff" for ch in value)
-    if isinstance(value, dict):
-        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_surrogate(v) for v in value)
+    """Whether any string in a parsed line (keys too) holds a lone surrogate; iterative, for deep nesting."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if any("\ud800" <= ch <= "\udfff" for ch in item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return False
 
 
@@ -638,6 +644,8 @@ def bad_line_reply(exc: Exception) -> JSONRPCError | None:
         except ValueError as bad:
             return _error_reply(None, PARSE_ERROR, f"Parse error: the line is not JSON ({shown(bad, 120)}): "
                                                    "send one JSON-RPC message per line, UTF-8")
+        except RecursionError:
+            return _error_reply(None, PARSE_ERROR, "Parse error: the line's JSON is nested too deeply")
         if _has_surrogate(parsed):
             return _error_reply(_request_id(parsed), PARSE_ERROR,
                                 "Parse error: a string holds a lone surrogate escape (e.g. \\ud800), which is no "
@@ -674,7 +682,11 @@ class AnsweringBadLines:
             item = await self._inner.receive()
             if not isinstance(item, Exception):
                 return item
-            reply = bad_line_reply(item)
+            try:
+                reply = bad_line_reply(item)
+            except Exception:  # noqa: BLE001 - a line must never stop the server: answer it all the same
+                log.exception("MCP stdio: could not judge an unreadable line")
+                reply = _error_reply(None, PARSE_ERROR, "Parse error: unreadable line")
             log.warning("MCP stdio: unreadable line (%s)%s", shown(item, 200),
                         "" if reply is not None else ": a malformed response, not answered")
             if reply is not None:

@@ -30,12 +30,17 @@ def _unreadable(line: str) -> Exception:
     ("[1, 2]", -32600, None, "Invalid Request"),
     ('{"id": 9}', -32600, 9, "Invalid Request"),
     ('"just a string"', -32600, None, "Invalid Request"),
+    # nested deeper than pydantic reads (~200) but not Python's json (~1000): the id is still read back
+    ('{"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"x": ' + "[" * 500 + "]" * 500 + "}}", -32700, 4,
+     "recursion limit exceeded"),
+    ("[" * 100_000 + "]" * 100_000, -32700, None, "nested too deeply"),
+    ('{"id": 6, "x": ' + "[" * 5000 + '"\\ud800"' + "]" * 5000 + "}", -32700, None, "nested too deeply"),
 ])
 def test_bad_line_reply(line: str, code: int, reply_id: Any, says: str) -> None:
     reply = bad_line_reply(_unreadable(line))
     assert reply is not None
     assert (reply.error.code, reply.id) == (code, reply_id)
-    assert says in reply.error.message and "\n" not in reply.error.message
+    assert says in reply.error.message and "\n" not in reply.error.message and len(reply.error.message) < 300
 
 
 def test_a_malformed_response_is_not_answered() -> None:
