@@ -275,3 +275,30 @@ def test_a_reader_building_artifacts_never_waits_for_a_job_storing_them(db: Data
         job.rollback()
         db.pool.putconn(job)
         deps.lane_pool().shutdown(wait=True)
+
+
+# ---- issue 37: revisions refused at install, folder moves, edits during the first job, a re-created root -----
+
+def _git_repo(root: Path) -> None:
+    write_corpus(root)
+    _git(root, "init", "-q")
+    _git(root, "add", ".")
+    _git(root, "commit", "-q", "-m", "first")
+    _git(root, "tag", "v1")
+
+
+def test_hook_install_refuses_a_session_built_from_a_revision(db: Database, pg_data_dir: Path, tmp_path: Path,
+                                                              session_name: str, cleanup: list[str]) -> None:
+    """It installed, and every hook run then failed into the log."""
+    cleanup.append(session_name)
+    repo = tmp_path / "repo"
+    _git_repo(repo)
+    env = cli_env(pg_data_dir)
+    assert run_lotsman("index", str(repo), "--ref", "v1", "--session", session_name, env=env).returncode == 0
+    hooks = sorted(p.name for p in (repo / ".git" / "hooks").iterdir())
+    done = run_lotsman("hook", "install", str(repo), "--session", session_name, env=env)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode != 0 and len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "git revision v1 @ " in lines[0] and session_name in lines[0] and "--session" in lines[0], lines[0]
+    assert sorted(p.name for p in (repo / ".git" / "hooks").iterdir()) == hooks  # nothing written
+    assert run_lotsman("hook", "install", str(repo), "--session", f"{session_name}-w", env=env).returncode == 0

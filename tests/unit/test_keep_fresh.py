@@ -8,21 +8,19 @@ from types import SimpleNamespace
 import pytest
 from watchfiles import Change
 
-from graph.cli_watch import (
+from graph.cli_hook import (
     HOOK_BEGIN,
     HOOK_END,
-    describe_changes,
-    describe_report,
+    NEW_HOOK,
     hook_block,
     hook_command,
     hook_problem,
     is_busy,
-    only_our_block,
-    relevant_changes,
-    watched_path,
+    is_hook_command,
     with_hook_block,
     without_hook_block,
 )
+from graph.cli_watch import describe_changes, describe_report, relevant_changes, watched_path
 from stores.errors import IndexingError, SessionNotFoundError
 
 
@@ -72,32 +70,47 @@ def test_a_report_line_says_what_the_job_did() -> None:
                                        "12 rows written")
 
 
-BLOCK = hook_block("lotsman hook run /repo --session s &")
+COMMAND = hook_command(Path("/repo"), "s", Path("/data"), Path("/repo/.git/lotsman-index.log"), runner=["lotsman"])
+BLOCK = hook_block(COMMAND)
 
 
 @pytest.mark.parametrize(("existing", "expected"), [
-    (None, f"#!/bin/sh\n{BLOCK}"),
-    ("", f"#!/bin/sh\n{BLOCK}"),
-    ("#!/bin/bash\nmake lint\nexit 0\n", f"#!/bin/bash\n{BLOCK}make lint\nexit 0\n"),
-    ("echo no shebang\n", f"{BLOCK}echo no shebang\n"),
+    (None, NEW_HOOK + hook_block(COMMAND, created=True)),
+    (b"", BLOCK),
+    (b"#!/bin/bash\nmake lint\nexit 0\n", b"#!/bin/bash\n" + BLOCK + b"make lint\nexit 0\n"),
+    (b"echo no shebang\n", BLOCK + b"echo no shebang\n"),
 ], ids=["new", "empty", "existing-with-exit", "no-shebang"])
-def test_install_adds_our_block_before_the_hooks_own_lines(existing: str | None, expected: str) -> None:
-    assert with_hook_block(existing, BLOCK) == expected
+def test_install_adds_our_block_before_the_hooks_own_lines(existing: bytes | None, expected: bytes) -> None:
+    assert with_hook_block(existing, COMMAND) == expected
 
 
 def test_install_is_idempotent_and_replaces_an_older_block() -> None:
-    own = "#!/bin/sh\necho mine\n"
-    once = with_hook_block(own, hook_block("old command"))
-    twice = with_hook_block(with_hook_block(once, BLOCK), BLOCK)
+    own = b"#!/bin/sh\necho mine\n"
+    other = hook_command(Path("/old"), "t", Path("/data"), Path("/old/.git/lotsman-index.log"), runner=["lotsman"])
+    once = with_hook_block(own, other)
+    twice = with_hook_block(with_hook_block(once, COMMAND), COMMAND)
     assert twice.count(HOOK_BEGIN) == 1 and twice.count(HOOK_END) == 1
-    assert "old command" not in twice and "echo mine" in twice
+    assert b"/old" not in twice and twice == with_hook_block(own, COMMAND)
 
 
 def test_uninstall_gives_back_the_hook_as_it_was() -> None:
-    own = "#!/bin/bash\nmake lint\nexit 0\n"
-    assert without_hook_block(with_hook_block(own, BLOCK)) == own
-    assert not only_our_block(with_hook_block(own, BLOCK))
-    assert only_our_block(with_hook_block(None, BLOCK))
+    own = b"#!/bin/bash\nmake lint\nexit 0\n"
+    assert without_hook_block(with_hook_block(own, COMMAND)) == own
+    assert without_hook_block(own) == own
+    assert without_hook_block(with_hook_block(None, COMMAND)) is None  # a hook install created goes
+    assert without_hook_block(with_hook_block(b"#!/bin/sh\n", COMMAND)) == b"#!/bin/sh\n"  # the user's stays
+
+
+@pytest.mark.parametrize("folder", [Path("/repo"), Path("/a 'quoted' $HOME `x`/r\u00e9po"), Path("/b/r\udce9po")],
+                         ids=["plain", "quoted", "not-utf8"])
+def test_every_command_install_writes_is_recognised_as_ours(folder: Path) -> None:
+    import os
+
+    for runner in (None, ["/usr/bin/python3", "-m", "graph.cli"]):
+        line = hook_command(folder, "docs", folder / "data", folder / ".git/lotsman-index.log", runner=runner)
+        assert is_hook_command(os.fsencode(line)), line
+        assert not is_hook_command(os.fsencode(line + " echo mine"))
+        assert not is_hook_command(os.fsencode(line.replace(" hook run ", " -v hook run ")))
 
 
 def test_only_a_held_lock_is_worth_waiting_for() -> None:
@@ -108,21 +121,21 @@ def test_only_a_held_lock_is_worth_waiting_for() -> None:
 
 @pytest.mark.parametrize(("script", "symlink", "refused"), [
     (None, False, None),
-    ("", False, None),
-    ("#!/bin/sh\necho hi\n", False, None),
-    ("#!/usr/bin/env bash\necho hi\n", False, None),
-    ("echo no shebang\n", False, None),
-    ("#!/usr/bin/env python3\nprint('hi')\n", False, "python3 script"),
-    ("#!/usr/bin/node\n", False, "node script"),
-    ("#!/bin/sh\n", True, "symlink"),
+    (b"", False, None),
+    (b"#!/bin/sh\necho hi\n", False, None),
+    (b"#!/usr/bin/env bash\necho hi\n", False, None),
+    (b"echo no shebang\n", False, None),
+    (b"#!/usr/bin/env python3\nprint('hi')\n", False, "python3 script"),
+    (b"#!/usr/bin/node\n", False, "node script"),
+    (b"#!/bin/sh\n", True, "symlink"),
 ])
-def test_hook_install_edits_only_shell_hooks_it_owns(tmp_path: Path, script: str | None, symlink: bool,
+def test_hook_install_edits_only_shell_hooks_it_owns(tmp_path: Path, script: bytes | None, symlink: bool,
                                                      refused: str | None) -> None:
     """A shell block put into a Python hook made it a syntax error; writing through a symlink edited a shared
     target."""
     path = tmp_path / "post-commit"
     if symlink:
-        (tmp_path / "shared").write_text(script or "")
+        (tmp_path / "shared").write_bytes(script or b"")
         path.symlink_to(tmp_path / "shared")
     problem = hook_problem("post-commit", path, script)
     assert (problem is None) if refused is None else (problem is not None and refused in problem)
@@ -141,7 +154,7 @@ def test_the_hooks_data_folder_is_shell_quoted(tmp_path: Path) -> None:
 
 def test_one_hook_runner_per_session_at_a_time(tmp_path: Path) -> None:
     """A rebase's hundred post-commits started a hundred runners, each holding a database connection."""
-    from graph.cli_watch import hook_runner_lock, runner_files
+    from graph.cli_hook import hook_runner_lock, runner_files
 
     with (hook_runner_lock(tmp_path, "docs") as first, hook_runner_lock(tmp_path, "docs") as second,
           hook_runner_lock(tmp_path, "other") as other):
