@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,6 +117,7 @@ def collect_files(
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
     include_exts: tuple[str, ...] = DEFAULT_INCLUDE_EXTS,
+    checkpoint: Callable[[], None] | None = None,
 ) -> CollectedFiles:
     """Walk `root` and return its indexable files plus the candidates that had to be skipped.
 
@@ -129,6 +130,7 @@ def collect_files(
         root: Repository root.
         max_bytes: Files larger than this are skipped.
         include_exts: Lower-case extensions (with the dot) of candidate files.
+        checkpoint: called before each candidate is read; it raises to stop the walk (a cancelled job).
 
     Returns:
         Files and skips, each sorted by relative path.
@@ -141,6 +143,8 @@ def collect_files(
     files: list[SourceFile] = []
     skipped: list[SkippedFile] = []
     for rel, path, reason in _walk(real_root, include_exts):
+        if checkpoint is not None:
+            checkpoint()
         if reason is not None:
             skipped.append(SkippedFile(rel, reason))
             continue
@@ -209,9 +213,11 @@ blob sha decides."""
 NO_STAT: StatEntry = (-1, -1, (-1, -1))
 
 
-def stat_tree(root: Path, *, include_exts: tuple[str, ...] = DEFAULT_INCLUDE_EXTS) -> dict[str, StatEntry]:
+def stat_tree(root: Path, *, include_exts: tuple[str, ...] = DEFAULT_INCLUDE_EXTS,
+              checkpoint: Callable[[], None] | None = None) -> dict[str, StatEntry]:
     """The stat snapshot of every candidate `collect_files` would vet under `root`, without reading a file:
-    what an unchanged folder is recognised by before anything heavier starts.
+    what an unchanged folder is recognised by before anything heavier starts. `checkpoint`: as for
+    `collect_files`.
 
     Raises:
         FileNotFoundError: `root` does not exist.
@@ -220,6 +226,8 @@ def stat_tree(root: Path, *, include_exts: tuple[str, ...] = DEFAULT_INCLUDE_EXT
     real_root = _checked_root(root)
     out: dict[str, StatEntry] = {}
     for rel, path, reason in _walk(real_root, include_exts):
+        if checkpoint is not None:
+            checkpoint()
         try:
             st = path.stat() if reason is None else None
         except OSError:  # broken symlink, unreadable: reported by collect_files, compared as a name

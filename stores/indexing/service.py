@@ -490,15 +490,17 @@ def _skips(report: IndexReport) -> list[dict]:
     return report.all_skips()
 
 
-def read_sources(root: Path, *, max_bytes: int, revision: Revision | None = None) -> tuple[CollectedFiles, dict]:
+def read_sources(root: Path, *, max_bytes: int, revision: Revision | None = None,
+                 checkpoint: Callable[[], None] | None = None) -> tuple[CollectedFiles, dict]:
     """The files of a folder (or of a git revision under it) and the tree a job records for them: the
-    folder's stat snapshot, taken before any file is read, with each file's blob sha."""
+    folder's stat snapshot, taken before any file is read, with each file's blob sha. `checkpoint` is called
+    for each file of a folder's walks (a cancelled job stops there)."""
     if revision is not None:
         collected = collect_revision(revision, max_bytes=max_bytes)
         return collected, revision_tree(revision, max_bytes, len(collected.files))
     taken_ns = time.time_ns()
-    stats = stat_tree(root)
-    collected = collect_files(root, max_bytes=max_bytes)
+    stats = stat_tree(root, checkpoint=checkpoint)
+    collected = collect_files(root, max_bytes=max_bytes, checkpoint=checkpoint)
     shas: dict[str, str | None] = {f.path: f.blob_sha for f in collected.files}
     return collected, folder_tree(str(root), max_bytes, stats, taken_ns, shas)
 
@@ -541,7 +543,7 @@ def _snapshot_body(
     batch_size: int, progress: Progress | None, parse_workers: int | None, rebuild: bool, revision: Revision | None,
 ) -> Body:
     def body(report: IndexReport, job: _Job) -> None:
-        collected, job.tree = read_sources(root, max_bytes=max_bytes, revision=revision)
+        collected, job.tree = read_sources(root, max_bytes=max_bytes, revision=revision, checkpoint=job.checkpoint)
         job.checkpoint()
         report.files_seen = len(collected.files) + len(collected.skipped)
         report.add_skips(collected.skipped)
@@ -632,7 +634,7 @@ def _folder_diff_body(
                           parse_workers=parse_workers)
 
     def body(report: IndexReport, job: _Job) -> None:
-        collected, job.tree = read_sources(root, max_bytes=max_bytes)
+        collected, job.tree = read_sources(root, max_bytes=max_bytes, checkpoint=job.checkpoint)
         job.checkpoint()
         report.files_seen = len(collected.files) + len(collected.skipped)
         report.add_skips(collected.skipped)

@@ -191,3 +191,36 @@ def test_ctrl_c_stops_the_jobs_embedder_thread_and_keeps_the_previous_index(
     job = _last_job(db, name)
     assert job["status"] == "failed" and job["error"] == INTERRUPTED_BY_USER
     assert _answer_paths(db, name) == before and _rows_of(db, name, "guide/") == 0
+
+
+def test_a_cancel_stops_the_jobs_walk_of_the_folder(db: Database, tmp_path: Path, name: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder indexed with `allow_large` is walked and read before anything is parsed: the cancel is
+    checked for each file of the walk too, not only once the whole folder has been read."""
+    import stores.indexing.files as files
+    from stores.indexing.jobs import CANCELLED, IndexCancelledError
+
+    old, _ = _corpora(tmp_path)
+    index_repository(db, old, session_name=name, embedder=FakeEmbeddings(), parse_workers=0)
+    big = tmp_path / "big"
+    (big / "docs").mkdir(parents=True)
+    for i in range(300):
+        (big / f"docs/page{i}.md").write_text(f"# Page {i}\n\nText {i}.\n")
+    cancel, reads = threading.Event(), []
+    real_load = files._load
+
+    def load(*args, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(args[1])
+        if len(reads) == 20:
+            cancel.set()
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(files, "_load", load)
+    with pytest.raises(IndexCancelledError, match="keeps its previous index"):
+        index_repository(db, big, session_name=name, embedder=FakeEmbeddings(), parse_workers=0, incremental=False,
+                         cancel=cancel)
+
+    assert len(reads) == 20  # before: all 300 files were read, then the job stopped
+    job = _last_job(db, name)
+    assert job["status"] == "failed" and job["error"] == CANCELLED
+    assert _rows_of(db, name, "docs/page") == 0 and _answer_paths(db, name)
