@@ -26,6 +26,7 @@ from graph.mcp_server import LotsmanTools, build_server
 from graph.server_auth import exposure_problem
 from graph.server_auth import is_loopback as _is_loopback
 from graph.settings import Settings, get_settings
+from stores.database import keep_stopped_after_stop
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/ok"
@@ -152,11 +153,15 @@ def build_app(settings: Settings | None = None, tools: LotsmanTools | None = Non
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # A request must not undo `lotsman db stop` (issue 37, item 16): while the server serves, the embedded
+        # database is started on demand only if nobody stopped it on purpose.
+        keep_stopped_after_stop(True)
         async with server.session_manager.run():
             try:
                 yield
             finally:
                 tools.close()
+                keep_stopped_after_stop(False)
 
     routes = [Route(MCP_PATH, endpoint=endpoint), *(web.routes() if web_routes is None else web_routes)]
     return Starlette(routes=routes, lifespan=lifespan,

@@ -26,7 +26,15 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from stores.errors import DatabaseUnavailableError, LotsmanError, SessionNotFoundError, database_lost
+from stores.database import STOPPED_MESSAGE, EmbeddedStoppedError
+from stores.errors import (
+    DatabaseUnavailableError,
+    EmbeddedServerError,
+    LotsmanError,
+    PgvectorMissingError,
+    SessionNotFoundError,
+    database_lost,
+)
 from stores.feedback import MAX_ANSWER_CHARS, MAX_CITATIONS, MAX_COMMENT_CHARS, MAX_QUESTION_CHARS
 from stores.reading import MAX_READ_LINES
 
@@ -216,12 +224,48 @@ def auth_problem(header: str | None, token: str | None, api_key: str | None = No
 
 
 def error_status(exc: LotsmanError) -> int:
-    """The HTTP status of one of our errors: a missing session 404, a database that is down 503, else 400."""
+    """The HTTP status of one of our errors: a missing session 404, a database that is down, stopped, cannot
+    start or lacks pgvector 503, else 400."""
     if isinstance(exc, SessionNotFoundError):
         return 404
-    if isinstance(exc, DatabaseUnavailableError):
+    if isinstance(exc, DatabaseUnavailableError | EmbeddedServerError | EmbeddedStoppedError | PgvectorMissingError):
         return 503
     return 400
+
+
+def _stopped_on_purpose() -> bool:
+    """Whether the embedded server this process uses was stopped with `lotsman db stop` (never with DATABASE_URL)."""
+    from graph.settings import get_settings
+    from stores.database import stopped_on_purpose
+
+    try:
+        settings = get_settings()
+        return not settings.database_url and stopped_on_purpose(settings.data_dir)
+    except Exception:  # the settings were read when the server started: this is a courtesy, not a check
+        return False
+
+
+def client_error(exc: BaseException) -> tuple[str, int] | None:
+    """The one line and status a client reads for an error of the stores or the database, or None when `exc`
+    is neither (a defect: the caller logs it and answers 500).
+
+    The text is `graph.errors.public_message`'s: a database that is down is a fixed sentence, since its own text
+    names the data folder, the socket path, or `DATABASE_URL`'s host, port, database and user (issue 37, item 6);
+    when `lotsman db stop` stopped it, the sentence says so and how to start it again (item 16).
+    """
+    from graph.errors import DATABASE_MESSAGES, public_message
+
+    if isinstance(exc, LotsmanError):
+        message, status = public_message(exc), error_status(exc)
+    elif database_lost(exc) is not None:
+        message, status = public_message(exc), 503
+    else:
+        return None
+    if message in DATABASE_MESSAGES or isinstance(exc, EmbeddedStoppedError):
+        log.warning("lotsman web endpoint: the database failed: %s", " ".join(str(exc).split())[:500])
+        if isinstance(exc, EmbeddedStoppedError) or _stopped_on_purpose():
+            message = STOPPED_MESSAGE
+    return message, status
 
 
 def session_summary(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -350,12 +394,10 @@ class WebApi:
             return JSONResponse(await run_in_threadpool(work))
         except WebInputError as exc:
             return _error(str(exc), exc.status)
-        except LotsmanError as exc:
-            return _error(str(exc), error_status(exc))
         except Exception as exc:
-            lost = database_lost(exc)
-            if lost is not None:
-                return _error(str(lost), 503)
+            known = client_error(exc)
+            if known is not None:
+                return _error(*known)
             log.exception("lotsman web endpoint %s failed", request.url.path)
             return _error(f"internal error ({type(exc).__name__}): see the server log", 500)
 

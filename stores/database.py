@@ -23,7 +23,7 @@ from types import ModuleType
 
 import psycopg
 
-from stores.errors import DatabaseUnavailableError, EmbeddedServerError, PgvectorMissingError
+from stores.errors import DatabaseUnavailableError, EmbeddedServerError, LotsmanError, PgvectorMissingError
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +66,33 @@ class EmbeddedStatus:
     pid: int | None
     uri: str | None
     stale_handles: list[int]
+
+
+STOPPED_MARK = "stopped-by-lotsman-db-stop"
+"""A file in the data dir: `stop_embedded` (`lotsman db stop`) writes it, a start removes it. While it exists, a
+process that called `keep_stopped_after_stop` (the LangGraph server) does not start the server on demand."""
+STOPPED_MESSAGE = "the database was stopped with `lotsman db stop`; run `lotsman db start` on the server"
+_keep_stopped = False
+
+
+class EmbeddedStoppedError(LotsmanError):
+    """The embedded server was stopped on purpose and this process does not start it on demand (one line that
+    names no path: a remote client may read it)."""
+
+    exit_code = 3
+
+
+def keep_stopped_after_stop(on: bool = True) -> None:
+    """While on, this process leaves an embedded server stopped with `lotsman db stop` stopped: starting it on
+    demand raises `EmbeddedStoppedError` instead (the LangGraph server turns it on for as long as it serves,
+    `graph.http_app`; the CLI does not, so `lotsman ask` still starts the server on first use)."""
+    global _keep_stopped
+    _keep_stopped = on
+
+
+def stopped_on_purpose(data_dir: Path) -> bool:
+    """Whether `lotsman db stop` stopped the embedded server under `data_dir` and nothing has started it since."""
+    return (data_dir.expanduser() / STOPPED_MARK).exists()
 
 
 def _pg_data(data_dir: Path) -> Path:
@@ -133,6 +160,8 @@ def start_embedded(data_dir: Path) -> str:
     status = embedded_status(data_dir)
     if status.running and status.uri:
         return status.uri
+    if _keep_stopped and stopped_on_purpose(data_dir):
+        raise EmbeddedStoppedError(STOPPED_MESSAGE)
     if any(ch.isspace() for ch in str(pgdata)):
         # pgserver passes the socket dir to postgres unquoted: a space splits the argument.
         raise EmbeddedServerError(
@@ -151,6 +180,7 @@ def start_embedded(data_dir: Path) -> str:
         # server was stopped since (`lotsman db stop` under a running LangGraph server): drop a stale one.
         pgserver.postgres_server.PostgresServer._instances.pop(pgdata, None)
         server = pgserver.get_server(pgdata, cleanup_mode=None)
+        (data_dir.expanduser() / STOPPED_MARK).unlink(missing_ok=True)
         return server.get_uri()
     except Exception as exc:  # pgserver raises bare RuntimeError/CalledProcessError/AssertionError
         cause = _start_failure_cause(exc, failures, pgdata)
@@ -245,6 +275,8 @@ def stop_embedded(data_dir: Path) -> bool:
     """
     server = _pgserver().postgres_server
     pgdata = _pg_data(data_dir)
+    if data_dir.expanduser().is_dir():  # the user's choice outlasts this call: see `keep_stopped_after_stop`
+        (data_dir.expanduser() / STOPPED_MARK).touch()
     info = _postmaster_info(pgdata)
     if not _postmaster_running(info):
         _clear_stale_handles(pgdata, everything=True)

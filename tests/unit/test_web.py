@@ -184,7 +184,7 @@ def test_read_endpoint_checks_then_reads(client: TestClient, backend: FakeBacken
 
 @pytest.mark.parametrize(("failure", "status", "says"), [
     (SessionNotFoundError("no session 'x': index a repository first"), 404, "no session 'x'"),
-    (psycopg.OperationalError("connection refused"), 503, "lost the connection to PostgreSQL"),
+    (psycopg.OperationalError("connection refused"), 503, "the database is not reachable"),  # issue 37 item 6
     (RuntimeError("boom"), 500, "internal error (RuntimeError): see the server log"),
 ], ids=["unknown-session", "database-down", "bug"])
 def test_backend_failures_are_one_json_line(client: TestClient, backend: FakeBackend, failure: BaseException,
