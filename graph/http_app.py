@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from graph import web
+from graph.errors import shown
 from graph.mcp_server import LotsmanTools, build_server
 from graph.server_auth import exposure_problem
 from graph.server_auth import is_loopback as _is_loopback
@@ -74,10 +75,10 @@ def rebinding_problem(local_address: str | None, host_header: str | None, origin
     if local_address is None or not _is_loopback(local_address):
         return None
     if not host_header or not _is_loopback(_host_name(host_header)):
-        return f"Host {host_header!r} is not this machine: use http://127.0.0.1 or http://localhost"
+        return f"Host '{shown(host_header or '')}' is not this machine: use http://127.0.0.1 or http://localhost"
     if origin and origin.rstrip("/") not in allowed_origins and (
             origin == "null" or not _is_loopback(urlsplit(origin).hostname or "")):
-        return (f"requests from the web page at {origin!r} are not accepted "
+        return (f"requests from the web page at '{shown(origin)}' are not accepted "
                 "(add it to LOTSMAN_ALLOWED_ORIGINS to allow it)")
     return None
 
