@@ -126,3 +126,31 @@ async def test_runs_cancel_stops_the_index_job_and_keeps_the_previous_index(dev_
 
     with db.connection() as conn:
         delete_session(conn, name)
+
+
+async def test_the_server_refuses_a_huge_folder_with_one_clear_error(dev_server: DevServer, db,
+                                                                      tmp_path: Path) -> None:
+    """Item 2b over HTTP: the token holder's `lotsman_index` run on a folder of more than 5000 files is
+    refused before the session is created (it used to read the folder: `/` ran at 100 % CPU and ~16 MB/s)."""
+    from stores.indexing.files import CONFIRM_ABOVE_FILES
+    from stores.sessions import find_session
+
+    big = tmp_path / "big"
+    for d in range(CONFIRM_ABOVE_FILES // 100 + 1):
+        (big / f"d{d}").mkdir(parents=True)
+        for i in range(100):
+            (big / f"d{d}" / f"m{i}.py").write_bytes(b"x = 1\n")
+    client = get_client(url=dev_server.url, headers={"Authorization": f"Bearer {TOKEN}"})
+    name = f"srv-big-{uuid.uuid4().hex[:8]}"
+
+    t0 = time.perf_counter()
+    with pytest.raises(Exception) as refused:
+        await client.runs.wait(None, "lotsman_index", input={"path": str(big), "session": name})
+    took = time.perf_counter() - t0
+    print(f"refused in {took:.2f}s: {refused.value}")
+
+    text = str(refused.value)
+    assert text.startswith(f"TooManyFilesError: {big} holds more than {CONFIRM_ABOVE_FILES} .md/.py files"), text
+    assert "allow_large: true" in text and "\n" not in text
+    with db.connection() as conn:
+        assert find_session(conn, name) is None
