@@ -224,3 +224,29 @@ def test_a_cancel_stops_the_jobs_walk_of_the_folder(db: Database, tmp_path: Path
     job = _last_job(db, name)
     assert job["status"] == "failed" and job["error"] == CANCELLED
     assert _rows_of(db, name, "docs/page") == 0 and _answer_paths(db, name)
+
+
+async def test_cancelling_a_changes_job_rolls_its_rows_back(db: Database, tmp_path: Path, name: str) -> None:
+    """The same through a diff of the session's own folder (`kind` changes: rows replaced in place, in one
+    transaction): the cancel rolls that transaction back."""
+    old, new = _corpora(tmp_path)
+    index_repository(db, old, session_name=name, embedder=FakeEmbeddings(), parse_workers=0)
+    before = _answer_paths(db, name)
+    (old / "guide").mkdir()
+    for page in (new / "guide").iterdir():
+        (old / "guide" / page.name).write_text(page.read_text())
+
+    slow = SlowEmbeddings()
+    graph = build_index_graph(GraphDeps(settings=Settings(embed_batch_size=BATCH, parse_workers=0), db=db,
+                                        embedder=slow))
+    run = asyncio.create_task(graph.ainvoke({"path": str(old), "session": name}))
+    assert await asyncio.to_thread(slow.started.wait, 30)
+    await asyncio.sleep(3 * SLOW_S)
+    assert await asyncio.to_thread(_answer_paths, db, name) == before
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    job = await asyncio.to_thread(_wait_finished, db, name)
+
+    assert job["kind"] == "changes" and job["status"] == "failed" and job["error"].startswith("cancelled"), job
+    assert _rows_of(db, name, "guide/") == 0 and _answer_paths(db, name) == before
