@@ -111,11 +111,15 @@ def _cmd_feedback_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_feedback_export(args: argparse.Namespace, settings: Settings) -> int:
-    from stores.feedback import feedback_cases, list_feedback
+    from stores.feedback import feedback_cases, file_extents, list_feedback
+    from stores.sessions import get_session
 
     with _open_db(settings) as db, db.connection() as conn:
         votes = list_feedback(conn, args.session, since=args.since)
-    cases = feedback_cases(votes, up_only=args.up_only)
+        # gold paths only from files the session's index holds now (a forged or stale citation is dropped)
+        extents = file_extents(conn, get_session(conn, args.session),
+                               (str(c.get("path")) for v in votes for c in v.citations if isinstance(c, dict)))
+    cases = feedback_cases(votes, up_only=args.up_only, extents=extents)
     text = "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in cases)
     review = sum(1 for c in cases if c.get("needs_review"))
     if args.out is None:

@@ -12,8 +12,8 @@ import hmac
 import json
 import logging
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -26,6 +26,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from graph.errors import shown
 from stores.database import STOPPED_MESSAGE, EmbeddedStoppedError
 from stores.errors import (
     DatabaseUnavailableError,
@@ -103,6 +104,9 @@ class Vote:
     comment: str | None = None
     run_id: str | None = None
     thread_id: str | None = None
+    run_citations: list[dict[str, Any]] | None = None
+    """The voted answer's own citations as this server read them from its run (never from the request): the
+    store refuses a vote citation that is not one of them (issue 37, item 11)."""
 
 
 # --- decisions: pure functions over the request's data ------------------------------------------------------
@@ -298,12 +302,40 @@ class WebBackend(Protocol):
 
     def record_vote(self, vote: Vote) -> str: ...
 
+    async def answer_citations(self, thread_id: str, run_id: str) -> list[dict[str, Any]] | None: ...
+
+
+RunCitations = Callable[[str, str], Awaitable[list[dict[str, Any]] | None]]
+
+
+async def langgraph_run_citations(thread_id: str, run_id: str) -> list[dict[str, Any]] | None:
+    """The citations the answer of run `run_id` in thread `thread_id` carried, read from the thread's last
+    checkpoint of that run on this LangGraph server (langgraph-sdk's in-process client); None when the server
+    has no such thread or the thread no such run."""
+    import httpx
+    from langgraph_sdk import get_client
+
+    client = get_client(url=None, api_key=None)
+    try:
+        states = await client.threads.get_history(thread_id, limit=1, metadata={"run_id": run_id})
+    except httpx.HTTPStatusError as exc:
+        if exc.response.status_code in (404, 422):  # no such thread, or not a thread id at all
+            return None
+        raise
+    if not states:
+        return None
+    values = states[0].get("values") or {}
+    cites = values.get("citations") if isinstance(values, dict) else None
+    return [c for c in cites if isinstance(c, dict)] if isinstance(cites, list) else []
+
 
 class StoreBackend:
     """The endpoints over Lotsman's stores; the database pool is opened on first use."""
 
-    def __init__(self, database: Callable[[], Database] | None = None) -> None:
+    def __init__(self, database: Callable[[], Database] | None = None, runs: RunCitations | None = None) -> None:
+        """`runs` reads a run's citations (by default from this LangGraph server's threads)."""
         self._database = database or _database_from_settings
+        self._runs = runs or langgraph_run_citations
         self._db: Database | None = None
         self._lock = threading.Lock()
 
@@ -335,7 +367,10 @@ class StoreBackend:
             return record_feedback(conn, vote.session, run_id=vote.run_id, thread_id=vote.thread_id,
                                    question=vote.question, answer=vote.answer, citations=vote.citations,
                                    score=vote.score, comment=vote.comment,
-                                   langsmith=langsmith_target(get_settings()))
+                                   langsmith=langsmith_target(get_settings()), run_citations=vote.run_citations)
+
+    async def answer_citations(self, thread_id: str, run_id: str) -> list[dict[str, Any]] | None:
+        return await self._runs(thread_id, run_id)
 
 
 def _database_from_settings() -> Database:
@@ -426,11 +461,28 @@ class WebApi:
                 return too_large
             chunks.append(chunk)
         body = b"".join(chunks)
+        try:
+            vote = await self._checked_vote(body)
+        except WebInputError as exc:
+            return _error(str(exc), exc.status)
+        except Exception:
+            log.exception("lotsman web endpoint %s: the voted run could not be read", request.url.path)
+            return _error("could not read the voted answer's run on this server: see the server log", 503)
+        return await self._call(request, lambda: {"feedback_id": self.backend.record_vote(vote)})
 
-        def work() -> dict[str, Any]:
-            return {"feedback_id": self.backend.record_vote(parse_vote(json_body(body)))}
-
-        return await self._call(request, work)
+    async def _checked_vote(self, body: bytes) -> Vote:
+        """The vote in `body`, with the voted answer's own citations when it carries any (read from its run:
+        a client may not choose what `feedback export` turns into gold paths)."""
+        vote = parse_vote(json_body(body))
+        if not vote.citations:
+            return vote
+        if not (vote.run_id and vote.thread_id):
+            raise WebInputError("citations: send the run_id and thread_id of the answer they came from")
+        found = await self.backend.answer_citations(vote.thread_id, vote.run_id)
+        if found is None:
+            raise WebInputError(f"run_id: no answer of run '{shown(vote.run_id)}' in thread '{shown(vote.thread_id)}' "
+                                "on this server: vote on an answer this server gave")
+        return replace(vote, run_citations=found)
 
 
 class SecurityHeaders:

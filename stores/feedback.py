@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -15,7 +15,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from stores.errors import UsageError
-from stores.sessions import get_session
+from stores.sessions import RagSession, get_session
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,11 @@ class Feedback:
 def _text(value: Any, field: str) -> str:
     if not isinstance(value, str):
         raise UsageError(f"feedback {field} must be text, got {type(value).__name__}")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (`"\\ud800"` in JSON): PostgreSQL cannot store it
+            raise UsageError(f"feedback {field} is not valid Unicode text (a lone surrogate)") from None
     return value.replace("\x00", "")  # PostgreSQL text cannot hold NUL
 
 
@@ -74,11 +79,80 @@ def normalize_citations(citations: Any) -> list[dict[str, Any]]:
     for n, item in enumerate(citations, 1):
         if not isinstance(item, Mapping) or not isinstance(item.get("path"), str) or not item["path"].strip():
             raise UsageError(f"feedback citation {n} must be {{path, start_line, end_line}} with a path")
-        lines = [item.get("start_line"), item.get("end_line")]
-        if not all(v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0) for v in lines):
-            raise UsageError(f"feedback citation {n} ({item['path'][:80]}): line numbers must be whole numbers")
-        out.append({"path": item["path"].replace("\x00", ""), "start_line": lines[0], "end_line": lines[1]})
+        path = _text(item["path"], f"citation {n} path")
+        start, end = item.get("start_line"), item.get("end_line")
+        if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool) or isinstance(end, bool):
+            raise UsageError(f"feedback citation {n} ({_shown(path)}): line numbers must be whole numbers")
+        if start < 1:
+            raise UsageError(f"feedback citation {n} ({_shown(path)}): lines are numbered from 1, got {_shown(start)}")
+        if end < start:
+            raise UsageError(f"feedback citation {n} ({_shown(path)}): ends before it starts ({_shown(start)}-"
+                             f"{_shown(end)})")
+        out.append({"path": path, "start_line": start, "end_line": end})
     return out
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    """A client's value in a message: at most `limit` characters (a 10^20 line, a 1 MB path stay short)."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _key(citation: Mapping[str, Any]) -> tuple[str, Any, Any]:
+    return str(citation.get("path")), citation.get("start_line"), citation.get("end_line")
+
+
+def file_extents(conn: psycopg.Connection, session: RagSession, paths: Iterable[str]) -> dict[str, int]:
+    """The last indexed line of each of `paths` the session's current index holds (a path it does not hold is
+    left out): what a citation of the session may point at."""
+    wanted = sorted({p for p in paths if isinstance(p, str)})
+    if not wanted:
+        return {}
+    rows = conn.execute(
+        f'SELECT path, max(span_end) FROM "{session.table}" WHERE rag_session_id = %s AND generation = %s '
+        "AND path = ANY(%s) GROUP BY path",
+        (session.rag_session_id, session.active_generation, wanted)).fetchall()
+    return {path: int(last) for path, last in rows if last is not None}
+
+
+def logged_run_files(conn: psycopg.Connection, session: RagSession, run_id: str | None) -> set[str] | None:
+    """The files a logged run of the session cited (its `rag_question_log.top_files`), or None when the run is
+    not in the log (question logging off, or no run id)."""
+    if not run_id:
+        return None
+    rows = conn.execute("SELECT top_files FROM rag_question_log WHERE rag_session_id = %s AND run_id = %s",
+                        (session.rag_session_id, run_id)).fetchall()
+    if not rows:
+        return None
+    return {str(path) for (files,) in rows for path in (files or [])}
+
+
+def check_citations(citations: Sequence[Mapping[str, Any]], *, session_name: str, extents: Mapping[str, int],
+                    run_citations: Sequence[Mapping[str, Any]] | None = None,
+                    run_files: set[str] | None = None) -> None:
+    """Refuse (one-line `UsageError`) a vote's citation that is not the voted answer's own (issue 37, item 11).
+
+    Every citation must name a file of the session's current index (`extents`: file → last line) inside its
+    lines. When the answer's citations are known (`run_citations`: the server read them from the run itself),
+    each must be one of them; else, when the run is in the question log, its file must be one the run cited
+    (`run_files`). A vote is what `feedback export` turns into gold paths: a client may not choose them.
+    """
+    allowed = {_key(c) for c in run_citations} if run_citations is not None else None
+    for n, cite in enumerate(citations, 1):
+        path, start, end = cite["path"], cite["start_line"], cite["end_line"]
+        last = extents.get(path)
+        if last is None:
+            raise UsageError(f"feedback citation {n}: {_shown(path)} is not in session '{_shown(session_name)}': "
+                             "a vote carries the citations of the answer it votes on")
+        if end > last:
+            raise UsageError(f"feedback citation {n}: lines {_shown(start)}-{_shown(end)} are outside {_shown(path)}: "
+                             f"it has {last} lines in session '{_shown(session_name)}'")
+        if allowed is not None and _key(cite) not in allowed:
+            raise UsageError(f"feedback citation {n} ({_shown(path)}:{start}-{end}) is not one of the run's "
+                             "citations: a vote carries the citations of the answer it votes on")
+        if allowed is None and run_files is not None and path not in run_files:
+            raise UsageError(f"feedback citation {n} ({_shown(path)}) is not one of the run's citations: the run "
+                             "cited " + (", ".join(sorted(_shown(f) for f in run_files))[:300] or "nothing"))
 
 
 def validate_vote(*, score: Any, question: Any, comment: Any) -> tuple[int, str, str | None]:
@@ -124,6 +198,7 @@ def record_feedback(
     score: int,
     comment: str | None,
     langsmith: Any = None,
+    run_citations: Sequence[Mapping[str, Any]] | None = None,
 ) -> str:
     """Store one vote on an answer and return its id.
 
@@ -131,7 +206,11 @@ def record_feedback(
         session_name: the session (name or id) the answer was read from.
         run_id: the graph run that produced the answer (LangSmith's run id when traced).
         thread_id: the conversation thread, when there is one.
-        citations: the answer's `[{path, start_line, end_line}]`.
+        citations: the answer's `[{path, start_line, end_line}]`: each must lie in a file of the session's
+            current index, and be one of the answer's own (`check_citations`).
+        run_citations: the citations the run gave, when the caller read them from the run itself (the web
+            endpoint from the LangGraph thread, MCP from its own answer); without them a run in the question log
+            limits the citations to the files it cited.
         score: 1 (helped) or -1 (did not).
         comment: optional, at most `MAX_COMMENT_CHARS` characters.
         langsmith: a `LangSmithTarget` (`langsmith_target(settings)`) or a `langsmith.Client`: when given and
@@ -140,13 +219,19 @@ def record_feedback(
 
     Raises:
         SessionNotFoundError: no such session.
-        UsageError: a score other than ±1, an empty question, an oversized comment, malformed citations.
+        UsageError: a score other than ±1, an empty question, an oversized comment, malformed citations, a
+            citation outside the session's index or not among the run's.
     """
     score, text, note = validate_vote(score=score, question=question, comment=comment)
     cites = normalize_citations(citations)
     answer_text = _text(answer if answer is not None else "", "answer")[:MAX_ANSWER_CHARS]
     run, thread = _optional_id(run_id, "run_id"), _optional_id(thread_id, "thread_id")
     session = get_session(conn, session_name)
+    if cites:
+        check_citations(cites, session_name=session.name,
+                        extents=file_extents(conn, session, (c["path"] for c in cites)),
+                        run_citations=normalize_citations(run_citations) if run_citations is not None else None,
+                        run_files=logged_run_files(conn, session, run) if run_citations is None else None)
     feedback_id = uuid.uuid4().hex
     with conn.transaction():
         conn.execute(
@@ -247,7 +332,42 @@ def cited_paths(citations: Sequence[Mapping[str, Any]]) -> list[str]:
     return list(dict.fromkeys(c["path"] for c in citations if c.get("path")))
 
 
-def feedback_case(vote: Feedback) -> dict[str, Any]:
+MAX_EXPORT_LINE = 10_000_000
+"""No indexed file has more lines (a file is read whole, at most `LOTSMAN_MAX_FILE_BYTES` ≤ 100 MB)."""
+
+
+def sound_path(path: Any) -> bool:
+    """Whether `path` reads as a file inside an indexed root: relative, no `..` part, no control character."""
+    if not isinstance(path, str) or not path.strip() or any(ch < " " or ch == "\x7f" for ch in path):
+        return False
+    norm = path.replace("\\", "/")
+    if norm.startswith("/") or (len(norm) > 1 and norm[1] == ":"):
+        return False
+    return ".." not in norm.split("/")
+
+
+def exportable_citations(citations: Sequence[Mapping[str, Any]],
+                         extents: Mapping[str, int] | None = None) -> list[Mapping[str, Any]]:
+    """The citations of a stored vote that may become gold paths: a sound relative path with whole line numbers
+    1 ≤ start ≤ end (≤ `MAX_EXPORT_LINE`) and, when the session's `extents` (file → last line, `file_extents`)
+    are given, inside a file its current index holds. Rows stored before votes were checked (issue 37, item 11)
+    may hold anything."""
+    kept = []
+    for cite in citations:
+        if not isinstance(cite, Mapping):
+            continue
+        path, start, end = cite.get("path"), cite.get("start_line"), cite.get("end_line")
+        if not (isinstance(path, str) and sound_path(path) and isinstance(start, int) and isinstance(end, int)):
+            continue
+        if isinstance(start, bool) or isinstance(end, bool) or not 1 <= start <= end <= MAX_EXPORT_LINE:
+            continue
+        if extents is not None and (path not in extents or end > extents[path]):
+            continue
+        kept.append(cite)
+    return kept
+
+
+def feedback_case(vote: Feedback, extents: Mapping[str, int] | None = None) -> dict[str, Any]:
     """One vote as an eval case (SPEC §7 JSONL).
 
     - up-voted with citations: answerable, the cited files are the gold paths;
@@ -255,8 +375,14 @@ def feedback_case(vote: Feedback) -> dict[str, Any]:
     - down-voted: `answerable: null` and `needs_review: true` with the answer, its files and the comment
       under `review`: nobody knows yet which files answer it, or whether any does. `lotsman eval` refuses
       such a line (answerable must be true or false) until a person decides, so it cannot skew a metric.
+
+    Only `exportable_citations` count; a vote that lost some is tagged `citations-dropped`, and an up-vote
+    that lost them all needs review like a down-vote (it did cite something: it is not "unanswerable").
     """
-    files = cited_paths(vote.citations)
+    kept = exportable_citations(vote.citations, extents)
+    dropped = len(kept) < len(vote.citations)
+    files = cited_paths(kept)
+    review = vote.score < 0 or (dropped and not files)
     case: dict[str, Any] = {
         "id": f"fb-{vote.feedback_id[:12]}",
         "question": vote.question,
@@ -264,12 +390,13 @@ def feedback_case(vote: Feedback) -> dict[str, Any]:
         "expected_route": EXPORT_ROUTE,
         "gold_paths": files if vote.score > 0 else [],
         "key_facts": [],
-        "answerable": bool(files) if vote.score > 0 else None,
-        "tags": ["feedback", "up-voted" if vote.score > 0 else "down-voted", "route-unreviewed"],
+        "answerable": None if review else bool(files),
+        "tags": ["feedback", "up-voted" if vote.score > 0 else "down-voted", "route-unreviewed",
+                 *(["citations-dropped"] if dropped else [])],
         "source": {"feedback_id": vote.feedback_id, "run_id": vote.run_id, "thread_id": vote.thread_id,
                    "voted_at": vote.created_at.isoformat()},
     }
-    if vote.score < 0:
+    if review:
         case["needs_review"] = True
         case["review"] = {"answer": vote.answer, "cited": files, "comment": vote.comment}
     elif vote.comment:
@@ -277,13 +404,15 @@ def feedback_case(vote: Feedback) -> dict[str, Any]:
     return case
 
 
-def feedback_cases(votes: Sequence[Feedback], *, up_only: bool = False) -> list[dict[str, Any]]:
+def feedback_cases(votes: Sequence[Feedback], *, up_only: bool = False,
+                   extents: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
     """Votes (oldest first) as eval cases: one per distinct question (case and spacing aside), its latest
-    vote deciding; with `up_only`, questions whose latest vote is down are left out."""
+    vote deciding; with `up_only`, questions whose latest vote is down are left out. `extents`: see
+    `exportable_citations`."""
     from stores.question_log import question_key
 
     latest: dict[str, Feedback] = {}
     for vote in votes:
         latest.pop(question_key(vote.question), None)  # re-inserted: the order is that of the latest votes
         latest[question_key(vote.question)] = vote
-    return [feedback_case(v) for v in latest.values() if not (up_only and v.score < 0)]
+    return [feedback_case(v, extents) for v in latest.values() if not (up_only and v.score < 0)]

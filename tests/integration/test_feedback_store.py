@@ -24,7 +24,7 @@ def empty_session(db):
 def _vote(conn, session, **over):
     args = dict(session_name=session, run_id=str(uuid.uuid4()), thread_id="t1", question="Как запустить?",
                 answer="Запустите `lotsman serve` (docs/run.md:3-5).",
-                citations=[{"path": "docs/run.md", "start_line": 3, "end_line": 5}], score=1, comment=None)
+                citations=[], score=1, comment=None)  # this session indexes nothing: test_feedback_citations.py
     args.update(over)
     return record_feedback(conn, **args)
 
@@ -36,7 +36,7 @@ def test_a_vote_is_stored_with_everything_the_answer_carried(db, empty_session):
     assert [v.feedback_id for v in votes] == [fid]
     v = votes[0]
     assert (v.score, v.comment, v.thread_id, v.langsmith_sent) == (-1, "нет примера", "t1", False)
-    assert v.citations == [{"path": "docs/run.md", "start_line": 3, "end_line": 5}]
+    assert v.citations == []
     assert v.question == "Как запустить?" and "lotsman serve" in v.answer
 
 
@@ -49,6 +49,8 @@ def test_a_vote_is_stored_with_everything_the_answer_carried(db, empty_session):
     ({"comment": "x" * 2001}, UsageError, "2001 characters"),
     ({"citations": [{"start_line": 1}]}, UsageError, "citation 1"),
     ({"citations": "docs/a.md"}, UsageError, "citations must be a list"),
+    ({"citations": [{"path": "docs/run.md", "start_line": 3, "end_line": 5}]}, UsageError,
+     "docs/run.md is not in session"),  # issue 37 item 11: an empty session holds no file to cite
 ])
 def test_a_malformed_vote_is_one_line_and_stores_nothing(db, empty_session, over, error, says):
     with db.connection() as conn:

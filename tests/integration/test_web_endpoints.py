@@ -34,9 +34,18 @@ def session(db, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RagSession
     yield from indexed_session(db, root, "web", make_embedder("fake"))
 
 
+RUNS = {("thread-1", "run-1"): [{"path": "docs/widget.md", "start_line": 3, "end_line": 5},
+                                 {"path": "docs/widget.md", "start_line": 1, "end_line": 1}]}
+"""The answers this stand-in for the LangGraph server gave: what a vote may cite (issue 37 item 11)."""
+
+
+async def run_citations(thread_id: str, run_id: str) -> list[dict] | None:
+    return RUNS.get((thread_id, run_id))
+
+
 @pytest.fixture(scope="module")
 def client(db) -> TestClient:
-    return TestClient(Starlette(routes=routes(StoreBackend(lambda: db), lambda: None)))
+    return TestClient(Starlette(routes=routes(StoreBackend(lambda: db, runs=run_citations), lambda: None)))
 
 
 def test_sessions_lists_the_indexed_session(client: TestClient, session: RagSession) -> None:
@@ -83,6 +92,23 @@ def test_vote_is_stored(client: TestClient, session: RagSession, db) -> None:
         row = conn.execute("SELECT session_name, score, question, comment, run_id, thread_id, citations "
                            "FROM rag_feedback WHERE feedback_id = %s", (res.json()["feedback_id"],)).fetchone()
     assert row == (session.name, -1, "Как встроить виджет?", "не то", "run-1", "thread-1", vote["citations"])
+
+
+@pytest.mark.parametrize(("cite", "says"), [
+    ({"path": "../../etc/passwd", "start_line": 1, "end_line": 1}, "../../etc/passwd is not in session"),
+    ({"path": "docs/widget.md", "start_line": 10**20, "end_line": 10**20}, "are outside docs/widget.md"),
+    ({"path": "docs/widget.md", "start_line": 2, "end_line": 4}, "is not one of the run's citations"),
+], ids=["traversal", "line-1e20", "in-index-not-in-run"])
+def test_a_forged_citation_is_a_400_and_stores_nothing(client: TestClient, session: RagSession, db, cite: dict,
+                                                       says: str) -> None:
+    vote = {"session": session.name, "score": 1, "question": "Как встроить виджет?", "run_id": "run-1",
+            "thread_id": "thread-1", "citations": [{"path": "docs/widget.md", "start_line": 3, "end_line": 5}, cite]}
+    with db.connection() as conn:
+        before = conn.execute("SELECT count(*) FROM rag_feedback").fetchone()
+    res = client.post("/lotsman/api/feedback", json=vote)
+    assert res.status_code == 400 and says in res.json()["error"], res.text
+    with db.connection() as conn:
+        assert conn.execute("SELECT count(*) FROM rag_feedback").fetchone() == before
 
 
 def test_vote_on_unknown_session_is_404(client: TestClient, db) -> None:

@@ -97,7 +97,7 @@ def test_validate_vote_cleans(kwargs, want):
 
 
 @pytest.mark.parametrize(("citations", "ok"), [
-    (None, True), ([], True), (CITES, True), ([{"path": "a.md"}], True),
+    (None, True), ([], True), (CITES, True), ([{"path": "a.md"}], False),  # lines are required (issue 37 item 11)
     ([{"path": ""}], False), ([{"path": "a.md", "start_line": -1}], False),
     ([{"path": "a.md", "start_line": "3"}], False), ([{"path": "a.md", "end_line": True}], False),
     ("a.md", False), ([["a.md", 1, 2]], False), ([{"path": "a.md"}] * 201, False),

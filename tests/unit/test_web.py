@@ -48,6 +48,12 @@ class FakeBackend:
         self.votes.append(vote)
         return "fb-1"
 
+    async def answer_citations(self, thread_id: str, run_id: str) -> list[dict[str, Any]] | None:
+        """The runs this fake server answered: run r1 of thread t1 cited docs/a.md:1-2 (issue 37 item 11)."""
+        if (thread_id, run_id) == ("t1", "r1"):
+            return [{"path": "docs/a.md", "start_line": 1, "end_line": 2}]
+        return None
+
 
 @pytest.fixture
 def backend() -> FakeBackend:
