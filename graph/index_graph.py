@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from typing_extensions import TypedDict
 
 from graph.deps import GraphDeps
 from graph.errors import surface_errors, validation_message
+from graph.names import check_name
 from stores.errors import InvalidInputError
 
 
@@ -72,6 +73,12 @@ class IndexRequest(BaseModel):
         if value is not None and not value.strip():
             raise ValueError("must not be empty (omit it for the default)")
         return value
+
+    @field_validator("session", "ref")
+    @classmethod
+    def _nameable(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # the check the CLI, MCP and the run context make: a NUL byte was "unexpected DataError" (issue 37, item 8)
+        return None if value is None else check_name(value, "ref" if info.field_name == "ref" else "session name")
 
     @classmethod
     def from_state(cls, state: IndexState) -> IndexRequest:
