@@ -1,17 +1,22 @@
-"""`lotsman watch`: keeping a folder's index fresh while it is edited (issue 26).
+"""`lotsman watch`: keeping a folder's index fresh while it is edited (issues 26 and 37).
 
 It runs the incremental index of `lotsman index PATH --session S` (`stores.indexing.service.index_repository`):
 a changes job that applies the diff in one transaction, so a question asked meanwhile reads the previous rows
-until the job commits. `watch` runs it after each burst of file changes (quiet for `watch_debounce_ms`). The
-git hooks (`graph.cli_hook`) run the same job.
+until the job commits. `watch` runs it after each burst of file changes (quiet for `watch_debounce_ms`). A
+folder moved in, renamed or moved out counts as a change (its event names only the folder), the changes made
+while the first job ran are indexed by a second, quiet job once the watcher runs, and a watched folder that is
+deleted or replaced is waited for and watched again. The git hooks (`graph.cli_hook`) run the same job.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import stat
 import sys
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,23 +35,53 @@ SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "__pypackages__", "s
 """Folders the indexer never enters (`stores.indexing.files.IGNORED_DIR_NAMES`), besides hidden ones."""
 SHOWN_CHANGES = 5
 """Changed paths listed by name per batch; the rest are counted."""
+ROOT_CHECK_MS = 500
+"""How often a quiet watch checks that its folder is still the one it watches: a deleted (or replaced)
+folder sends no more events, and the watch went on deaf."""
+ROOT_POLL_S = 0.5
+"""How often a watch whose folder is gone looks for it again."""
 
 
 # ---- decisions (pure) --------------------------------------------------------------------------------------
 
 
 def watched_path(rel: str) -> bool:
-    """Whether a change to `rel` (relative to the watched root, `/`-separated) can change the index: a
-    markdown or Python file outside hidden and skipped folders, or a deleted folder that may have held some."""
+    """Whether a change to the file `rel` (relative to the watched root, `/`-separated) can change the index:
+    a markdown or Python file outside hidden and skipped folders."""
     parts = [p for p in rel.split("/") if p]
-    if not parts or any(p.startswith(".") or p in SKIPPED_FOLDERS for p in parts[:-1]) or parts[-1].startswith("."):
+    if not parts or not entered_folder("/".join(parts[:-1])) or parts[-1].startswith("."):
         return False
     return parts[-1].lower().endswith(WATCHED_SUFFIXES)
 
 
-def relevant_changes(changes: Iterable[tuple[Any, str]], root: Path) -> list[tuple[str, str]]:
-    """`(relative path, added|modified|deleted)` of a batch from `watchfiles`, the last change per path,
-    sorted; paths outside `root` and files the indexer does not read are left out."""
+def entered_folder(rel: str) -> bool:
+    """Whether the indexer enters the folder `rel` (`""` is the root): no part hidden or skipped."""
+    return not any(p.startswith(".") or p in SKIPPED_FOLDERS for p in rel.split("/") if p)
+
+
+def folders_under(root: Path, rel: str = "") -> tuple[set[str], bool]:
+    """(the folders under `root / rel` the indexer enters, `rel` included and the root not, whether any of
+    them holds a file it reads); symlinked folders are not entered, as the indexer does not enter them."""
+    found: set[str] = set()
+    readable = False
+    for dirpath, dirnames, filenames in os.walk(root / rel if rel else root, followlinks=False):
+        dirnames[:] = [d for d in dirnames if entered_folder(d)]
+        here = Path(dirpath).relative_to(root).as_posix()
+        if here != ".":
+            found.add(here)
+        readable = readable or any(watched_path(name) for name in filenames)
+    return found, readable
+
+
+def relevant_changes(changes: Iterable[tuple[Any, str]], root: Path, folders: set[str]) -> list[tuple[str, str]]:
+    """`(relative path, added|modified|deleted)` of a batch from `watchfiles`, sorted, a folder's path ending
+    in `/`; paths outside `root`, files the indexer does not read and folders without such files are left out.
+
+    A folder's own event is all a move brings (its files send none): a folder that is here now and was not
+    known, or holds files the indexer reads, was added; a known folder that is gone was deleted (renamed or
+    moved out; a name like `v1.0` is no file). `folders` (the known folders, from `folders_under`) is kept
+    up to date.
+    """
     kinds: dict[str, str] = {}
     for change, path in changes:
         try:
@@ -54,8 +89,17 @@ def relevant_changes(changes: Iterable[tuple[Any, str]], root: Path) -> list[tup
         except ValueError:
             continue
         name = getattr(change, "name", str(change))
-        if watched_path(rel) or (name == "deleted" and not Path(rel).suffix):
+        if watched_path(rel):
             kinds[rel] = name
+        elif rel != "." and entered_folder(rel):
+            if (root / rel).is_dir() and not (root / rel).is_symlink():
+                inside, readable = folders_under(root, rel)
+                if rel not in folders and readable:
+                    kinds[f"{rel}/"] = "added"
+                folders |= inside
+            elif rel in folders:
+                folders.difference_update({f for f in folders if f == rel or f.startswith(f"{rel}/")})
+                kinds[f"{rel}/"] = "deleted"
     return sorted(kinds.items())
 
 
@@ -97,7 +141,8 @@ def _existing_folder(path: str) -> Path:
     return root.resolve()
 
 
-def _index_once(deps: Any, settings: Settings, root: Path, session: str) -> IndexReport:
+def _index_once(deps: Any, settings: Settings, root: Path, session: str, *, allow_large: bool = False
+                ) -> IndexReport:
     """The incremental index `lotsman index ROOT --session SESSION` runs, with the session's own embedder."""
     from stores.embedders import make_embedder
     from stores.indexing.service import index_repository
@@ -113,7 +158,7 @@ def _index_once(deps: Any, settings: Settings, root: Path, session: str) -> Inde
     embedder = make_embedder(found.embedder if found else settings.embedder, settings)
     return index_repository(db, root, session_name=session, embedder=embedder, incremental=True,
                             max_bytes=settings.max_file_bytes, batch_size=settings.embed_batch_size,
-                            parse_workers=settings.parse_workers)
+                            parse_workers=settings.parse_workers, allow_large=allow_large)
 
 
 @contextmanager
@@ -138,24 +183,26 @@ def _say(line: str, *, err: bool = False) -> None:
     print(line, file=sys.stderr if err else sys.stdout, flush=True)
 
 
-def _watch(args: argparse.Namespace, settings: Settings) -> int:
-    import watchfiles
+# ---- the watch ---------------------------------------------------------------------------------------------
 
+Job = Callable[[], "IndexReport"]
+
+
+def _watch(args: argparse.Namespace, settings: Settings) -> int:
     from graph.cli_commands import open_deps
 
     root = _existing_folder(args.path)
-    step = max(settings.watch_debounce_ms, 1)
     with _sigterm_as_interrupt(), open_deps(settings, production=False) as deps:
+
+        def job() -> IndexReport:
+            return _index_once(deps, settings, root, args.session, allow_large=args.yes)
+
         try:
-            _say(describe_report(_index_once(deps, settings, root, args.session)))
-            _say(f"watching {printable(str(root))} for session '{printable(args.session)}' "
-                 f"(re-index after {settings.watch_debounce_ms} ms of quiet); Ctrl-C stops")
-            for batch in watchfiles.watch(root, step=step, debounce=max(1600, 10 * step), watch_filter=None,
-                                          raise_interrupt=True):
-                changes = relevant_changes(batch, root)
-                if changes:
-                    _say(describe_changes(changes))
-                    _run_batch(deps, settings, root, args.session)
+            _say(describe_report(job()))  # a failure here ends the command (a revision's session, a huge folder)
+            _watch_folder(job, root, settings, args.session, first=True)
+            while True:  # the folder went away
+                _wait_for(root, args.session)
+                _watch_folder(job, root, settings, args.session, first=False)
         except (KeyboardInterrupt, IndexInterruptedError) as exc:
             if isinstance(exc, IndexInterruptedError):
                 _say(f"note: {printable(exc)}")
@@ -163,12 +210,74 @@ def _watch(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _run_batch(deps: Any, settings: Settings, root: Path, session: str) -> None:
+def _watch_folder(job: Job, root: Path, settings: Settings, session: str, *, first: bool) -> None:
+    """Re-index after each burst of changes in `root` until the folder is deleted, moved away or replaced.
+
+    The watcher starts before the job that catches up: a change made while the previous job ran (the first
+    index, or while the folder was away) is that job's, and one made after it started is the next batch's.
+    After the first index the catching-up job is quiet when it finds nothing new.
+    """
+    import watchfiles
+
+    step = max(settings.watch_debounce_ms, 1)
+    identity = _identity(root)
+    batches = watchfiles.watch(root, step=step, debounce=max(1600, 10 * step), watch_filter=None,
+                               raise_interrupt=True, yield_on_timeout=True, rust_timeout=ROOT_CHECK_MS)
+    try:
+        try:
+            next(batches)  # the watcher runs from here on (this is its first quiet tick or first changes)
+        except FileNotFoundError:  # the folder went away again before the watcher started
+            return
+        folders, _ = folders_under(root)
+        _run_batch(job, quiet_if_unchanged=first)
+        _say(f"watching {printable(str(root))} for session '{printable(session)}' "
+             f"(re-index after {settings.watch_debounce_ms} ms of quiet); Ctrl-C stops")
+        for batch in batches:
+            if _identity(root) != identity or (identity is not None and _names_root(batch, root)):
+                return
+            changes = relevant_changes(batch, root, folders)
+            if changes:
+                _say(describe_changes(changes))
+                _run_batch(job)
+    finally:
+        batches.close()
+
+
+def _identity(root: Path) -> tuple[int, int] | None:
+    """(device, inode) of the folder at `root`, None when no folder is there."""
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
+def _names_root(batch: Iterable[tuple[Any, str]], root: Path) -> bool:
+    """The batch reports the watched folder itself deleted (it may be back already, under the same inode)."""
+    return any(getattr(change, "name", "") == "deleted" and Path(path) == root for change, path in batch)
+
+
+def _wait_for(root: Path, session: str) -> None:
+    """Say that the watched folder went away and wait until a folder is there again (Ctrl-C stops)."""
+    if _identity(root) is None:
+        _say(f"note: {printable(str(root))} is gone (deleted or moved): session '{printable(session)}' keeps "
+             "its index; watching resumes when the folder is back (Ctrl-C stops)")
+        while _identity(root) is None:
+            time.sleep(ROOT_POLL_S)
+        _say(f"{printable(str(root))} is back: re-indexing it")
+    else:
+        _say(f"note: {printable(str(root))} was deleted and created again: re-indexing the new folder")
+
+
+def _run_batch(job: Job, *, quiet_if_unchanged: bool = False) -> None:
     """One re-index; a failure is one `error:` line and the watch goes on (the next change retries)."""
     try:
-        _say(describe_report(_index_once(deps, settings, root, session)))
+        report = job()
     except LotsmanError as exc:
         _say(f"error: {printable(exc)}", err=True)
+        return
+    if not (quiet_if_unchanged and report.noop):
+        _say(describe_report(report))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -178,5 +287,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("watch", help="re-index a folder whenever its .md/.py files change (Ctrl-C stops)")
     p.add_argument("path")
     p.add_argument("--session", default="default", type=session_name)
+    p.add_argument("--yes", action="store_true",
+                   help="watch a folder with more than 5000 .md/.py files (refused without it)")
     p.set_defaults(handler=_watch)
     cli_hook.register(sub)

@@ -7,13 +7,15 @@ of its write shows that a question asked meanwhile is answered from the previous
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import queue
+import shutil
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -279,6 +281,10 @@ def test_a_reader_building_artifacts_never_waits_for_a_job_storing_them(db: Data
 
 # ---- issue 37: revisions refused at install, folder moves, edits during the first job, a re-created root -----
 
+QUICK_S = 60
+"""How long a running watch may take to show a change (its model is loaded; a job takes about a second)."""
+
+
 def _git_repo(root: Path) -> None:
     write_corpus(root)
     _git(root, "init", "-q")
@@ -302,3 +308,139 @@ def test_hook_install_refuses_a_session_built_from_a_revision(db: Database, pg_d
     assert "git revision v1 @ " in lines[0] and session_name in lines[0] and "--session" in lines[0], lines[0]
     assert sorted(p.name for p in (repo / ".git" / "hooks").iterdir()) == hooks  # nothing written
     assert run_lotsman("hook", "install", str(repo), "--session", f"{session_name}-w", env=env).returncode == 0
+
+
+def _paths(db: Database, session: str) -> set[str]:
+    with db.connection() as conn:
+        found = find_session(conn, session)
+    return set(RagRepository(db).indexed_paths(found)) if found is not None else set()
+
+
+def _wait_until(check: Callable[[], bool], what: str, deadline_s: float = QUICK_S) -> None:
+    deadline = time.monotonic() + deadline_s
+    while not check():
+        assert time.monotonic() < deadline, f"not within {deadline_s} s: {what}"
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def _watching(root: Path, session: str, env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[str], Lines]]:
+    proc = subprocess.Popen([str(LOTSMAN), "watch", str(root), "--session", session], text=True, env=env,
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        yield proc, Lines(proc)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.mark.parametrize("move", ["moved-in", "renamed", "moved-out"])
+def test_watch_follows_a_folder_moved_in_renamed_or_moved_out(db: Database, pg_data_dir: Path, tmp_path: Path,
+                                                              session_name: str, cleanup: list[str],
+                                                              move: str) -> None:
+    """A folder's move sends one event naming the folder: a folder moved in was never indexed, and a folder
+    named like a file (`api.v1`) renamed or moved out stayed in the index."""
+    cleanup.append(session_name)
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    write_corpus(root)
+    (root / "api.v1").mkdir()
+    (root / "api.v1" / "routes.md").write_text("# Маршруты\n\nGET /items.\n", encoding="utf-8")
+    (outside / "guide" / "deep").mkdir(parents=True)
+    (outside / "guide" / "deep" / "intro.md").write_text("# Введение\n\nНачните здесь.\n", encoding="utf-8")
+    (outside / "pictures").mkdir()
+    (outside / "pictures" / "a.png").write_bytes(b"\x89PNG")
+    base = {"docs/sklad.md", "docs/dostavka.md", "pkg/store.py"}
+    env = cli_env(pg_data_dir, LOTSMAN_WATCH_DEBOUNCE_MS="200")
+    with _watching(root, session_name, env) as (proc, lines):
+        lines.wait_for("watching ")
+        assert _paths(db, session_name) == base | {"api.v1/routes.md"}
+        mark = len(lines.seen)
+        if move == "moved-in":
+            shutil.move(outside / "pictures", root / "pictures")  # nothing the indexer reads: no job
+            shutil.move(outside / "guide", root / "guide")
+            expected, shown = base | {"api.v1/routes.md", "guide/deep/intro.md"}, "changed: guide/ (added)\n"
+        elif move == "renamed":
+            (root / "api.v1").rename(root / "api.v2")
+            expected, shown = base | {"api.v2/routes.md"}, "changed: api.v1/ (deleted), api.v2/ (added)\n"
+        else:
+            shutil.move(root / "api.v1", outside / "api.v1")
+            expected, shown = base, "changed: api.v1/ (deleted)\n"
+        _wait_until(lambda: _paths(db, session_name) == expected, f"the index holds {sorted(expected)}")
+        assert lines.wait_for("changed: ", mark) == shown
+        assert proc.poll() is None
+
+
+def test_an_edit_made_during_the_first_index_is_indexed(db: Database, pg_data_dir: Path, tmp_path: Path,
+                                                        session_name: str, cleanup: list[str]) -> None:
+    """The watcher started only after the first job: an edit made after that job had read the files was
+    lost. The first job is held once it has read them (at its blob cache lookup) while the file changes."""
+    cleanup.append(session_name)
+    write_corpus(tmp_path)
+    env = cli_env(pg_data_dir, LOTSMAN_WATCH_DEBOUNCE_MS="200")
+    holder = db.pool.getconn()
+    try:
+        holder.execute("LOCK TABLE rag_blob_cache IN ACCESS EXCLUSIVE MODE")
+        with _watching(tmp_path, session_name, env) as (_, lines):
+            _wait_until(lambda: _waits_for(db, "rag_blob_cache"), "the first job waits for the blob cache",
+                        DEADLINE_S)
+            add_secret(tmp_path)
+            holder.rollback()
+            lines.wait_for("watching ")
+            _wait_until(lambda: SECRET in ask_cli(env, session_name)["answer"], "the edit is answerable")
+    finally:
+        holder.rollback()
+        db.pool.putconn(holder)
+
+
+def _waits_for(db: Database, table: str) -> bool:
+    with db.connection() as conn:
+        row = conn.execute("SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = to_regclass(%s)",
+                           (table,)).fetchone()
+    return bool(row and row[0])
+
+
+def test_watch_resumes_when_its_folder_is_deleted_and_created_again(db: Database, pg_data_dir: Path,
+                                                                    tmp_path: Path, session_name: str,
+                                                                    cleanup: list[str]) -> None:
+    """A deleted folder sends no more events: the watch went on deaf after the folder came back."""
+    cleanup.append(session_name)
+    root = tmp_path / "root"
+    write_corpus(root)
+    env = cli_env(pg_data_dir, LOTSMAN_WATCH_DEBOUNCE_MS="200")
+    with _watching(root, session_name, env) as (proc, lines):
+        lines.wait_for("watching ")
+        mark = len(lines.seen)
+        shutil.rmtree(root)
+        assert "is gone" in lines.wait_for("note: ", mark)
+        assert "docs/sklad.md" in _paths(db, session_name)  # the index stays while the folder is away
+        write_corpus(root)
+        (root / "docs" / "back.md").write_text("# Снова здесь\n", encoding="utf-8")
+        lines.wait_for("watching ", mark)
+        _wait_until(lambda: "docs/back.md" in _paths(db, session_name), "the folder that came back is indexed")
+        (root / "docs" / "later.md").write_text("# Позже\n", encoding="utf-8")
+        _wait_until(lambda: "docs/later.md" in _paths(db, session_name), "the new folder is watched")
+
+        mark = len(lines.seen)
+        shutil.rmtree(root)  # deleted and created again within one burst
+        write_corpus(root)
+        (root / "docs" / "quick.md").write_text("# Быстро\n", encoding="utf-8")
+        _wait_until(lambda: "docs/quick.md" in _paths(db, session_name), "a quickly re-created folder is indexed")
+        (root / "docs" / "quick2.md").write_text("# Быстро\n", encoding="utf-8")
+        _wait_until(lambda: "docs/quick2.md" in _paths(db, session_name), "and watched")
+        assert proc.poll() is None
+
+
+def test_watch_refuses_a_huge_folder_without_yes(db: Database, pg_data_dir: Path, tmp_path: Path,
+                                                 session_name: str) -> None:
+    from stores.indexing.files import CONFIRM_ABOVE_FILES
+
+    for i in range(CONFIRM_ABOVE_FILES + 1):
+        (tmp_path / f"n{i}.md").write_text("# x\n", encoding="utf-8")
+    done = run_lotsman("watch", str(tmp_path), "--session", session_name, env=cli_env(pg_data_dir))
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode != 0 and len(lines) == 1 and "--yes" in lines[0], done.stderr
+    with db.connection() as conn:
+        assert find_session(conn, session_name) is None

@@ -54,7 +54,35 @@ def test_a_batch_keeps_the_last_change_per_file_inside_the_root(tmp_path: Path) 
         (Change.modified, str(tmp_path.parent / "elsewhere.md")),
         (Change.modified, str(root / ".git/HEAD")),
     ]
-    assert relevant_changes(batch, root) == [("docs/a.md", "added"), ("old", "deleted"), ("pkg/m.py", "modified")]
+    assert relevant_changes(batch, root, {"old"}) == [("docs/a.md", "added"), ("old/", "deleted"),
+                                                      ("pkg/m.py", "modified")]
+
+
+def test_a_folders_own_event_counts_when_it_brings_or_takes_files_the_indexer_reads(tmp_path: Path) -> None:
+    """A move sends one event naming the folder: moved in, renamed (`api.v1` is no file), moved out."""
+    from graph.cli_watch import folders_under
+
+    root = tmp_path.resolve()
+    for folder, name in (("guide/deep", "intro.md"), ("api.v2", "routes.md"), ("pictures", "a.png"),
+                         (".cache", "x.md"), ("docs", "a.md")):
+        (root / folder).mkdir(parents=True)
+        (root / folder / name).write_bytes(b"x")
+    folders = {"docs", "api.v1", "old.d", "old.d/inner"}
+    batch = [
+        (Change.added, str(root / "guide")),  # moved in with a markdown file two levels down
+        (Change.added, str(root / "api.v2")),  # renamed from api.v1
+        (Change.deleted, str(root / "api.v1")),
+        (Change.deleted, str(root / "old.d")),  # moved out
+        (Change.added, str(root / "pictures")),  # nothing the indexer reads
+        (Change.added, str(root / ".cache")),  # hidden
+        (Change.modified, str(root / "docs")),  # a known folder's own metadata
+        (Change.deleted, str(root / "gone.png")),  # a file the indexer never read, not a known folder
+    ]
+    assert relevant_changes(batch, root, folders) == [("api.v1/", "deleted"), ("api.v2/", "added"),
+                                                      ("guide/", "added"), ("old.d/", "deleted")]
+    assert folders == {"docs", "api.v2", "guide", "guide/deep", "pictures"}
+    assert folders_under(root) == ({"docs", "api.v2", "guide", "guide/deep", "pictures"}, True)
+    assert folders_under(root, "pictures") == ({"pictures"}, False)
 
 
 def test_a_batch_names_a_few_files_and_counts_the_rest() -> None:
@@ -163,3 +191,12 @@ def test_one_hook_runner_per_session_at_a_time(tmp_path: Path) -> None:
         assert again  # released when the runner ends
     lock, pending = runner_files(tmp_path, "docs")
     assert runner_files(tmp_path, "docs") == (lock, pending) and lock != runner_files(tmp_path, "other")[0]
+
+
+def test_watch_takes_yes_for_a_large_folder() -> None:
+    """The 5000-file guard of `index_repository` applies to `watch`; `--yes` passes `allow_large` on."""
+    from graph.cli import build_parser
+
+    parser = build_parser(plugins=False)
+    assert parser.parse_args(["watch", "/repo", "--yes"]).yes is True
+    assert parser.parse_args(["watch", "/repo"]).yes is False
