@@ -278,12 +278,28 @@ def _print_answer(out: dict[str, Any], *, as_json: bool) -> None:
     _print_route(out)
 
 
-def _print_route(out: dict[str, Any]) -> None:
+ROUTED_BY = {
+    "llm_default": "routed by the LLM",
+    "fallback": "routed by rules",
+    "fallback_llm_error": "routed by rules (the LLM call failed)",
+    "fallback_llm_invalid": "routed by rules (the LLM's route was unusable)",
+}
+"""The trailer's words for seed 002's `routing_mode` (which `--json` keeps as is): "via fallback" read like an
+error on every offline answer, though rules are how an offline router decides (issue 37)."""
+
+
+def route_trailer(out: dict[str, Any]) -> str:
+    """The line after an answer on stderr: route, who chose it, time in the graph, why it ran offline."""
     route = out.get("route") or {}
     timings = out.get("timings_ms") or {}
+    mode = str(route.get("routing_mode") or "")
+    routed = ROUTED_BY.get(mode, f"routed: {printable(mode)}")
     offline = f"; answered offline: {printable(out['offline_reason'])}" if out.get("offline_reason") else ""
-    print(f"\n[{route.get('intent')}/{route.get('subintent')} via {route.get('routing_mode')}; "
-          f"{sum(timings.values()):.0f} ms{offline}]", file=sys.stderr)
+    return f"[{route.get('intent')}/{route.get('subintent')}, {routed}; {sum(timings.values()):.0f} ms{offline}]"
+
+
+def _print_route(out: dict[str, Any]) -> None:
+    print(f"\n{route_trailer(out)}", file=sys.stderr)
 
 
 def _chat(args: argparse.Namespace, settings: Settings) -> int:

@@ -220,7 +220,7 @@ def _user_env() -> dict[str, str]:
 
 
 _TRAILER_MS = re.compile(r"^\[[^\]\n]*?; (\d+) ms[;\]]", re.MULTILINE)
-"""The answer's trailer on stderr (`[DOC_EXPLAIN/SUMMARY via fallback; 106 ms; ...]`): the sum of the nodes'
+"""The answer's trailer on stderr (`[DOC_EXPLAIN/SUMMARY, routed by rules; 106 ms; ...]`): the sum of the nodes'
 times, i.e. the time inside the graph."""
 
 

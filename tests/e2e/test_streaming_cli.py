@@ -55,7 +55,7 @@ def test_ask_streams_the_answer_and_prints_the_checked_one(lotsman: Any, small_s
     assert out.getvalue() == checked["answer"] + "\n", "what ends up printed is the non-streamed answer"
     assert len(answer_writes(out, checked["answer"])) > 3, "the answer is printed in pieces as it streams"
     assert "secret" not in out.getvalue(), "a citation that fails the check is never printed"
-    assert "note:" not in err and "via llm_default" in err
+    assert "note:" not in err and "routed by the LLM" in err
 
 
 def test_offline_ask_prints_at_once(monkeypatch: pytest.MonkeyPatch, offline_env: Callable[..., dict[str, str]],
