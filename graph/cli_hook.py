@@ -50,16 +50,19 @@ BUSY_WAIT_S = 600.0
 # ---- the block (pure) --------------------------------------------------------------------------------------
 
 
-def hook_command(root: Path, session: str, data_dir: Path, log: Path, runner: list[str] | None = None) -> str:
+def hook_command(root: Path, session: str, data_dir: Path, log: Path, runner: list[str] | None = None, *,
+                 first_form: bool = False) -> str:
     """The shell line of a hook: `lotsman hook run` detached, with the data folder `hook install` used unless
     the committer's environment names another (a `DATABASE_URL` comes from the environment, never a file)."""
     if runner is None:
         script = Path(sys.executable).parent / "lotsman"
         runner = [str(script)] if script.exists() else [sys.executable, "-m", "graph.cli"]
     command = " ".join(shlex.quote(p) for p in [*runner, "hook", "run", str(root), "--session", session])
-    # the default is quoted for the shell inside ${...:-...} (a `"`, `$` or backtick in the folder is data)
-    return (f"LOTSMAN_DATA_DIR=${{LOTSMAN_DATA_DIR:-{shlex.quote(str(data_dir))}}} nohup {command} "
-            f">> {shlex.quote(str(log))} 2>&1 < /dev/null &")
+    # the default is quoted for the shell inside ${...:-...} (a `"`, `$` or backtick in the folder is data);
+    # `first_form` is the command of the first hooks, which did not quote it (recognised, never written)
+    default = (f'"${{LOTSMAN_DATA_DIR:-{data_dir}}}"' if first_form
+               else f"${{LOTSMAN_DATA_DIR:-{shlex.quote(str(data_dir))}}}")
+    return f"LOTSMAN_DATA_DIR={default} nohup {command} >> {shlex.quote(str(log))} 2>&1 < /dev/null &"
 
 
 def hook_block(command: str, *, created: bool = False) -> bytes:
@@ -69,24 +72,34 @@ def hook_block(command: str, *, created: bool = False) -> bytes:
 
 
 _WORD = rb"(?:[\w@%+=:,./-]+|'[^']*'(?:\"'\"'[^']*')*)"  # one word as `shlex.quote` writes it
-_COMMAND = re.compile(rb"LOTSMAN_DATA_DIR=\$\{LOTSMAN_DATA_DIR:-(?P<data>%(w)s)\} nohup "
-                      rb"(?P<runner>%(w)s(?: -m graph\.cli)?) hook run (?P<root>%(w)s) --session (?P<session>%(w)s)"
-                      rb" >> (?P<log>%(w)s) 2>&1 < /dev/null &" % {b"w": _WORD})
+_REST = (rb" nohup (?P<runner>%(w)s(?: -m graph\.cli)?) hook run (?P<root>%(w)s) --session (?P<session>%(w)s)"
+         rb" >> (?P<log>%(w)s) 2>&1 < /dev/null &" % {b"w": _WORD})
+_COMMAND = re.compile(rb"LOTSMAN_DATA_DIR=\$\{LOTSMAN_DATA_DIR:-(?P<data>%s)\}%s" % (_WORD, _REST))
+_FIRST_COMMAND = re.compile(rb'LOTSMAN_DATA_DIR="\$\{LOTSMAN_DATA_DIR:-(?P<data>[^"]*)\}"%s' % _REST)
+"""The command of the first hooks (before the data folder was shell-quoted): theirs to remove as well."""
 
 
 def is_hook_command(line: bytes) -> bool:
-    """Whether `line` is a command `hook_command` writes (for any folder, session, data folder and log)."""
-    found = _COMMAND.fullmatch(line)
-    if found is None:
-        return False
+    """Whether `line` is a command `hook_command` writes (for any folder, session, data folder and log), or
+    one the first hooks had."""
+    for pattern, first_form in ((_COMMAND, False), (_FIRST_COMMAND, True)):
+        if (found := pattern.fullmatch(line)) is not None:
+            return _written_as(line, {key: os.fsdecode(value) for key, value in found.groupdict().items()},
+                               first_form=first_form)
+    return False
+
+
+def _written_as(line: bytes, parts: dict[str, str], *, first_form: bool) -> bool:
+    """Whether `hook_command` writes exactly `line` from the parts a pattern found in it."""
     try:
-        words = {key: shlex.split(os.fsdecode(value)) for key, value in found.groupdict().items()}
+        words = {key: shlex.split(value) for key, value in parts.items()}
     except ValueError:
         return False
-    if any(len(words[key]) != 1 for key in ("data", "root", "session", "log")):
+    if any(len(words[key]) != 1 for key in ("root", "session", "log", *(() if first_form else ("data",)))):
         return False
-    again = hook_command(Path(words["root"][0]), words["session"][0], Path(words["data"][0]), Path(words["log"][0]),
-                         runner=words["runner"])
+    data_dir = parts["data"] if first_form else words["data"][0]
+    again = hook_command(Path(words["root"][0]), words["session"][0], Path(data_dir), Path(words["log"][0]),
+                         runner=words["runner"], first_form=first_form)
     return os.fsencode(again) == line
 
 

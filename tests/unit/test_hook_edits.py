@@ -206,3 +206,19 @@ def test_a_non_utf8_hook_in_another_language_is_refused_by_name(repo: Path,
     assert "python3 script" in line
     assert path.read_bytes() == b"#!/usr/bin/env python3\nprint('\xe9')\n"
     assert not hook(repo, "post-merge").exists()
+
+
+def test_a_block_the_first_hook_install_wrote_is_still_ours(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The first hooks did not shell-quote the data folder: their block is replaced and removed, not refused."""
+    first = (b'LOTSMAN_DATA_DIR="${LOTSMAN_DATA_DIR:-/home/u/.lotsman}" nohup /venv/bin/lotsman hook run /repo '
+             b"--session s >> /repo/.git/lotsman-index.log 2>&1 < /dev/null &")
+    block = b"\n".join([BEGIN, b"# `lotsman hook uninstall` removes this block", first, END]) + b"\n"
+    path = user_hook(repo, b"#!/bin/sh\n" + block + PLAIN[len(b"#!/bin/bash\n"):])
+    code, _, err = run(capsys, "hook", "install", str(repo), "--session", "s")
+    assert code == 0, err
+    assert first not in path.read_bytes() and path.read_bytes().count(BEGIN) == 1
+    code, _, err = run(capsys, "hook", "uninstall", str(repo))
+    assert code == 0, err
+    assert path.read_bytes() == b"#!/bin/sh\nmake lint\nexit 0\n"
+    path.write_bytes(b"#!/bin/sh\n" + block.replace(b"/repo --session", b"/repo -v --session"))
+    assert one_error_line(*run(capsys, "hook", "uninstall", str(repo))[::2])
