@@ -4,8 +4,10 @@ The deterministic carry-over always runs; the LLM rewrite is tried on top of it 
 """
 
 from nodes.conversation_understanding.carry_over import (
+    AnswerTopic,
     StandaloneRequest,
     anchors_of,
+    answer_topic,
     is_follow_up,
     is_generic_term,
     standalone_request,
@@ -15,8 +17,10 @@ from nodes.conversation_understanding.rewrite import REWRITE_PROMPT, rewrite_mes
 
 __all__ = [
     "REWRITE_PROMPT",
+    "AnswerTopic",
     "StandaloneRequest",
     "anchors_of",
+    "answer_topic",
     "is_follow_up",
     "is_generic_term",
     "rewrite_messages",

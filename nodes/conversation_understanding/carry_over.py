@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,7 +19,12 @@ from nodes.tokens import (
 )
 
 MAX_CARRIED_TERMS = 6
+"""Terms of the earlier turns carried into a follow-up (user anchors, the answer's names, user topics)."""
 MAX_ASSISTANT_ANCHORS = 3
+"""Names of the last answer carried (backticked and code-like ones first)."""
+MAX_ASSISTANT_FILES = 1
+"""Files of the last answer carried on top of the terms (its lead citation first): the router reads a path in
+the request as a file anchor, so retrieval looks that file up by path."""
 USER_TURNS_BACK = 3
 """How many earlier user turns a follow-up may reach back (a chain of follow-ups needs more than one)."""
 SHORT_QUESTION_WORDS = 2
@@ -28,11 +34,21 @@ def _split(words: str) -> tuple[str, ...]:
     return tuple(words.split())
 
 
-_LEADING = re.compile(r"^\W*(?:а|и|ну|тогда|ещё|еще|and|also|but|then|what\s+about|how\s+about)\b", re.I)
+_LEADING = re.compile(r"^\W*(?:а|и|ну|тогда|ещё|еще|что\s+если|and|also|but|then|what\s+about|how\s+about"
+                      r"|what\s+if)\b", re.I)
 _DEFINITION = re.compile(r"\bчто\s+(?:это\s+)?такое\b", re.I)  # "что такое X" defines X, it points nowhere
+# "What is X …", «Что такое X …» name their own topic: a pronoun later in the question points at X.
+_NAMES_ITS_TOPIC = re.compile(
+    r"^\W*(?:what\s+(?:is|are)|что\s+(?:это\s+)?такое)\s+(?!(?:it|its|this|that|these|those|they|them|there|"
+    r"это|эт\w*|он\w*|его|её|ее|их|там|тут)\b)\w", re.I)
 _WORD = re.compile(r"\w+", re.UNICODE)
 _IDENT_PART = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
-_CITED_PATH = re.compile(r"([\w./-]+\.[A-Za-z]{1,8}):\d+(?:-\d+)?")
+_CITED_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{1,8}):\d+(?:\s*[-–]\s*\d+)?")
+# Document text an answer quotes is data, not its topic: fenced code, and citation shapes of quoted documents
+# that answer composition shows between ⟦ ⟧ (nodes.answer_composition.citations.neutralize_citations).
+_FENCED = re.compile(r"(?ms)^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)")
+_INERT = re.compile(r"⟦[^⟦⟧\n]*⟧")
+_BACKTICKED = re.compile(r"`([^`\n]{1,120})`")
 _DEICTICS = frozenset(_split("""
 это этого этому этим этом эту эта этой эти этих того тому тем том такое такой такая такие таким там тут
 туда оттуда он она оно они его её ее ему ей им ним ней нём нем него неё нее них ими
@@ -58,9 +74,14 @@ happens order call calls check write create creating define declare return retur
 difference better best case cases more detail details other again else several many multiple inside
 within without thing things just like
 """))
-# Function words the shared STOPWORDS leave in (they are harmless there, but noise when carried over).
-_EXTRA_STOP = frozenset(_split("какому какую каком какого которые который которая которое которых после "
-                               "перед через около сначала потом сейчас снова один одна одно"))
+# Function words the shared STOPWORDS leave in (they are harmless there, but noise when carried over, and
+# no topic when judging whether a question has one of its own).
+_EXTRA_STOP = frozenset(_split("""
+какому какую каком какого которые который которая которое которых после перед через около сначала потом
+сейчас снова один одна одно
+every each while before after later once still only also have has had know should must might may
+really just even than then very much own
+"""))
 # Russian verb endings (infinitive, present, past): verbs make poor retrieval terms when carried over.
 _VERB_ENDINGS = ("ть", "ться", "тся", "чь", "ает", "яет", "ует", "еет", "ают", "яют", "уют", "ил", "ял")
 
@@ -137,13 +158,36 @@ def anchors_of(text: str) -> list[str]:
     return list(found)
 
 
+def _points_back(text: str, *, relative_that: bool = False) -> bool:
+    """A pronoun or deictic word comes before any name the question gives: "Which of them holds the HTTP
+    routes?" points at an earlier turn, "What is `TestClient` … to use it?" at the name it gave.
+
+    With `relative_that`, an English "that" after a content word is read as a relative pronoun ("a
+    middleware that adds"), and only "that" after a function word or at the end points back ("about that",
+    "before shipping that?").
+    """
+    tokens = text.split()
+    for i, raw in enumerate(tokens):
+        if _anchor(raw, i == 0 or tokens[i - 1].endswith((".", "!", "?", ":"))):
+            return False
+        words = [w.lower() for w in _WORD.findall(raw)]
+        if relative_that and words == ["that"] and i + 1 < len(tokens) and i > 0:
+            before = [w.lower() for w in _WORD.findall(tokens[i - 1])]
+            if before and before[-1] not in STOPWORDS and before[-1] not in _EXTRA_STOP:
+                continue
+        if any(w in _DEICTICS for w in words):
+            return True
+    return False
+
+
 def is_follow_up(question: str, history: Sequence[dict[str, str]]) -> bool:
     """Whether `question` needs earlier turns to be understood.
 
-    Signals (Russian and English): a leading connective ("а ", "и ", "and ", "what about"), no topic
-    terms of its own, a pronoun or deictic word ("это", "там", "it", "they") with few topic terms, a
-    demonstrative before a noun ("эту настройку", "those processors"), or a very short question without
-    anchors. Without an earlier user turn nothing can be carried over.
+    Signals (Russian and English): a leading connective ("а ", "и ", "and ", "what about", "what if"), no
+    topic terms of its own, a pronoun or deictic word ("это", "там", "it", "they") with few topic terms and
+    before any name of the question's own, a demonstrative before a noun ("эту настройку", "those
+    processors"), or a very short question without anchors. Without an earlier user turn nothing can be
+    carried over.
     """
     if not any(turn.get("role") == "user" and turn.get("content", "").strip() for turn in history):
         return False
@@ -152,9 +196,10 @@ def is_follow_up(question: str, history: Sequence[dict[str, str]]) -> bool:
     topics = topic_terms(question)
     if not topics:
         return True
-    tokens = [w.lower() for w in _WORD.findall(without_self_reference(_DEFINITION.sub(" ", question)))]
-    if set(tokens) & _DEICTICS and len(topics) <= 2 and not anchors_of(question):
-        return True  # (a pronoun after a name the question gives points at that name: "RagSession… у неё")
+    text = without_self_reference(_DEFINITION.sub(" ", question))
+    tokens = [w.lower() for w in _WORD.findall(text)]
+    if len(topics) <= 3 and not _NAMES_ITS_TOPIC.match(question) and _points_back(text, relative_that=len(topics) > 2):
+        return True
     if any(a in _DEMONSTRATIVES and b not in _DEICTICS for a, b in zip(tokens, tokens[1:], strict=False)):
         return True  # "this option", "эту настройку": a thing of an earlier turn, however long the question
     return len(question.split()) <= SHORT_QUESTION_WORDS and len(topics) <= 1 and not anchors_of(question)
@@ -181,8 +226,72 @@ def _opens_sentence(text: str, start: int) -> bool:
 _LABEL = re.compile(r"\b\w+:(?=\s)")
 
 
+@dataclass(frozen=True)
+class AnswerTopic:
+    """What an assistant answer is about, as far as retrieval can use it."""
+
+    files: tuple[str, ...] = ()
+    """Files it cites (`path:lines`, its lead citation first), then files it names in its own words."""
+    names: tuple[str, ...] = ()
+    """Names it gives: backticked ones first, then code-like tokens of its prose (`max_age`, `app.websocket`,
+    `RetryPolicy`, `--reload`, `/docs`), then names in plain words (`Swagger`, `JWT`)."""
+
+
+def _code_name(raw: str) -> str | None:
+    """The code-like part of a token of an answer (plain capitalised words and acronyms come after these:
+    an answer's headings and sentences are full of them)."""
+    anchor = _anchor(raw, True)
+    if anchor is None or is_file_name(anchor):
+        return None
+    if anchor.startswith(("-", "/")) or is_identifier(anchor) or is_entity_name(anchor):
+        return anchor
+    return None
+
+
+def answer_topic(text: str) -> AnswerTopic:
+    """The files and code names of an assistant answer, read from its own words only.
+
+    Fenced code and ⟦inert⟧ citation shapes are document text the answer quotes: data, not the answer's
+    topic, so nothing in them is taken (an instruction planted in a document cannot reach the request);
+    the rest is read for tokens only, never as instructions.
+    """
+    prose = _INERT.sub(" ", _FENCED.sub(" ", text))
+    files: dict[str, None] = {m.group(1): None for m in _CITED_PATH.finditer(prose)}
+    names: dict[str, None] = {}
+    for match in _BACKTICKED.finditer(prose):
+        inner = match.group(1).strip()
+        if is_file_name(clean_token(inner)):
+            files.setdefault(clean_token(inner), None)
+        elif len(inner.split()) == 1 and (name := _anchor(inner, True) or _plain_name(inner)):
+            names.setdefault(name, None)
+    rest = _LABEL.sub(" ", _BACKTICKED.sub(" ", _CITED_PATH.sub(" ", prose)))  # "Path:" labels are layout
+    for raw in rest.split():
+        token = clean_token(raw)
+        if is_file_name(token) and "/" in token:
+            files.setdefault(token, None)
+        elif name := _code_name(raw):
+            names.setdefault(name, None)
+    for name in anchors_of(rest):  # then names in plain words: `Request`, `Swagger`, `JWT`
+        if not is_file_name(name):
+            names.setdefault(name, None)
+    lowered = {f.lower() for f in files}
+    return AnswerTopic(files=tuple(files), names=tuple(n for n in names if n.lower() not in lowered))
+
+
+def _plain_name(inner: str) -> str | None:
+    """A backticked lower-case word is code (`confirm`, `lifespan`): the backticks say so."""
+    word = clean_token(inner)
+    return word if re.fullmatch(r"[A-Za-z_]\w{2,}", word) and word.lower() not in STOPWORDS else None
+
+
+def last_answer(history: Sequence[dict[str, str]]) -> str:
+    """The answer the question follows: the last turn, when it is the assistant's."""
+    return history[-1].get("content", "") if history and history[-1].get("role") == "assistant" else ""
+
+
 def _carry(question: str, history: Sequence[dict[str, str]]) -> list[str]:
-    """Terms of earlier turns the question leaves out: user anchors, assistant anchors, user topics."""
+    """Terms of earlier turns the question leaves out: user anchors, the answer's names, user topics, and
+    the answer's lead file on top."""
     own = {w.lower()[:5] for w in _WORD.findall(question)} | {a.lower() for a in anchors_of(question)}
     user_anchors: list[str] = []
     user_topics: list[str] = []
@@ -192,25 +301,25 @@ def _carry(question: str, history: Sequence[dict[str, str]]) -> list[str]:
         user_topics += _surface_topics(text)
         if len(user_anchors) + len(user_topics) >= 2:
             break  # the latest substantive turn wins; older turns only fill in for bare follow-ups
-    assistant = next((t.get("content", "") for t in reversed(history) if t.get("role") == "assistant"), "")
-    cited = [m.group(1) for m in _CITED_PATH.finditer(assistant)][:1]
-    # "Path:", "Sources:"-style labels in an answer are layout, not topic.
-    assistant_text = _LABEL.sub(" ", _CITED_PATH.sub(" ", assistant))
-    helper = [a for a in anchors_of(assistant_text) if not is_file_name(a)]
-    helper = helper[:MAX_ASSISTANT_ANCHORS]
-    out: dict[str, None] = {}
-    for term in [*user_anchors, *helper, *user_topics, *cited]:
-        low = term.lower()
-        if low in own or (len(low) >= 5 and low[:5] in own and low.isalpha()):
-            continue
-        if low not in {t.lower() for t in out}:
-            out.setdefault(term, None)
-    terms = list(out)
-    # The cited file of the last answer is the strongest pointer for "где это описано?": keep it in.
-    if cited and cited[0] in terms and len(terms) > MAX_CARRIED_TERMS:
-        terms.remove(cited[0])
-        return [*terms[: MAX_CARRIED_TERMS - 1], cited[0]]
-    return terms[:MAX_CARRIED_TERMS]
+    topic = answer_topic(last_answer(history))
+
+    def fresh(terms: Sequence[str], taken: Sequence[str]) -> list[str]:
+        """`terms` the question and `taken` do not have yet (case-insensitive; a 5-letter stem for words)."""
+        kept: list[str] = []
+        seen = {t.lower() for t in taken}
+        for term in terms:
+            low = term.lower()
+            if low in own or low in seen or (len(low) >= 5 and low[:5] in own and low.isalpha()):
+                continue
+            seen.add(low)
+            kept.append(term)
+        return kept
+
+    names = fresh(topic.names, user_anchors)[:MAX_ASSISTANT_ANCHORS]
+    terms = fresh([*user_anchors, *names, *user_topics], ())[:MAX_CARRIED_TERMS]
+    # The answer's lead file is the strongest pointer for "где это описано?" and "what if it fails?": the
+    # router reads it as a file anchor, and retrieval looks it up by path. It comes on top of the terms.
+    return [*terms, *fresh(topic.files, terms)[:MAX_ASSISTANT_FILES]]
 
 
 def standalone_request(question: str, history: Sequence[dict[str, str]]) -> StandaloneRequest:
@@ -222,8 +331,9 @@ def standalone_request(question: str, history: Sequence[dict[str, str]]) -> Stan
 
     Returns:
         The question unchanged when it stands alone; otherwise the question with the key terms and
-        anchors of the latest earlier user turn (and anchors/the first cited file of the last answer)
-        appended in parentheses, e.g. `"А как это отключить? (CORS FastAPI)"`.
+        anchors of the latest earlier user turn, and the code names and lead file of the answer it
+        follows (`answer_topic`), appended in parentheses, e.g. `"А как это отключить? (CORS FastAPI
+        CORSMiddleware docs/tutorial/cors.md)"`.
     """
     question = question.strip()
     if not is_follow_up(question, history):
