@@ -616,8 +616,13 @@ def main(argv: list[str] | None = None) -> int:
             from graph.settings import get_settings
 
             settings = get_settings()
+            header = feature_header(pinned_suites(), settings.embedder)  # the splits as they are read
             queries = collect_queries(args, settings)
-            header = feature_header(pinned_suites(), settings.embedder)
+            moved = [name for name, info in feature_header(pinned_suites(), settings.embedder)["datasets"].items()
+                     if info != header["datasets"].get(name)]
+            if moved:
+                raise LotsmanError(f"the dev split of {', '.join(moved)} changed while its features were collected; "
+                                   "run again")
             if args.collect is not None:
                 sha = write_features(queries, args.collect, header)
                 print(f"wrote {args.collect} ({len(queries)} questions, features sha256 {sha[:12]})")

@@ -98,3 +98,25 @@ def test_a_bad_feature_file_is_one_error_line(case: str, damage: Any, tmp_path: 
 def test_the_shipped_model_text_is_stable_json() -> None:
     data = {"b": 1.0, "a": [0.1, 1e-05, 3.0]}
     assert model_text(data) == '{"a":[0.1,1e-05,3.0],"b":1.0}\n'
+
+
+def test_a_dev_split_edited_while_its_features_are_collected_is_refused(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from evals.suites import Suite
+
+    dev = tmp_path / "dev.jsonl"
+    dev.write_text('{"id": "d-1"}\n', encoding="utf-8")
+    monkeypatch.setattr(train_ranker, "pinned_suites", lambda: [Suite("c", None, str(dev), None)])
+    _, queries, _ = read_features(FEATURES_FILE)
+
+    def collect(*_: Any) -> list[Query]:
+        dev.write_text('{"id": "d-1"}\n{"id": "d-2"}\n', encoding="utf-8")  # an editor saves meanwhile
+        return queries
+
+    monkeypatch.setattr(train_ranker, "collect_queries", collect)
+    out = tmp_path / "f.jsonl.gz"
+    assert train_ranker.main(["--collect", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == "error: the dev split of c changed while its features were collected; run again"
+    assert not out.exists()
