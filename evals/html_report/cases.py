@@ -33,8 +33,7 @@ def answer_html(answer: str, gold: Sequence[str]) -> str:
 
 
 def _tick(v: bool | None) -> str:
-    return '<span class="muted">n/a</span>' if v is None else '<span class="ok">✓</span>' if v else \
-        '<span class="bad">✗</span>'
+    return "<td class=muted>n/a</td>" if v is None else "<td class=ok>✓</td>" if v else "<td class=bad>✗</td>"
 
 
 def _facts_table(row: dict[str, Any]) -> str:
@@ -43,14 +42,16 @@ def _facts_table(row: dict[str, Any]) -> str:
         return ""
     head = "<tr><th>key fact</th><th>top 5</th><th>evidence</th><th>LLM reads</th><th>answer</th><th>lost at</th></tr>"
     body = "".join(
-        f"<tr><td><code>{escape(f['fact'])}</code></td><td>{_tick(f['top5'])}</td>"
-        f"<td>{_tick(f['evidence'])}</td><td>{_tick(f['reader'])}</td><td>{_tick(f['answer'])}</td>"
+        f"<tr><td><code>{escape(f['fact'])}</code></td>{_tick(f['top5'])}"
+        f"{_tick(f['evidence'])}{_tick(f['reader'])}{_tick(f['answer'])}"
         f"<td>{'' if f['answer'] else escape(LOST_AT.get(f['lost_at'] or '', 'unknown'))}</td></tr>"
         for f in facts)
     return f'<table class="small">{head}{body}</table>'
 
 
-def _run_column(run: Run, i: int, row: dict[str, Any] | None) -> str:
+def _run_column(run: Run, i: int, row: dict[str, Any] | None, same_as: str | None = None) -> str:
+    """One run's side of a case; `same_as`: the label of an earlier run whose answer is the same text
+    (printed once: a dev-suite page of two runs is half as heavy)."""
     if row is None:
         return f'<div><h4><span class="swatch" style="background:{color(i)}"></span>{escape(run.label)}</h4>' \
                '<p class="muted">not in this run</p></div>'
@@ -64,13 +65,15 @@ def _run_column(run: Run, i: int, row: dict[str, Any] | None) -> str:
     llm = f" · reason: {escape(str(reason))}" if reason and reason != "offline" else ""
     llm += f" · citations removed: {removed:.2f}" if removed is not None else ""
     gate = row.get("gate") or {}
+    answer = f'<p class="small muted">the same answer as {escape(same_as)}</p>' if same_as else \
+        f"<pre class=answer>{answer_html(str(row.get('answer') or ''), gold)}</pre>"
     return (f'<div><h4><span class="swatch" style="background:{color(i)}"></span>{escape(run.label)} '
             f'<span class="badge o-{slug(outcome(row))}">{escape(outcome(row))}</span></h4>'
             f"<p class=small>route: {escape(str(row.get('route') or ''))} {route_ok} · answer mode: {mode}{llm} · "
             f"{row.get('citations', 0)} citations · gate: {escape(str(gate.get('reason') or ''))}</p>"
             f"<p class=small>{_figures(row)}</p>"
             f"<p class=small>top five retrieved (gold ✓):</p><ol class=small>{top5}</ol>"
-            f"{_facts_table(row)}<pre class=answer>{answer_html(str(row.get('answer') or ''), gold)}</pre></div>")
+            f"{_facts_table(row)}{answer}</div>")
 
 
 def _figures(row: dict[str, Any]) -> str:
@@ -106,6 +109,14 @@ def filters(runs: Sequence[Run], comparisons: Sequence[Comparison]) -> str:
     return f'<div class="filters">{"".join(parts)} <span class="muted">showing <b id="shown">0</b> cases</span></div>'
 
 
+def _same_answer(runs: Sequence[Run], rows: Sequence[dict[str, Any] | None], i: int) -> str | None:
+    """The label of the first earlier run that answered this case with the very same text."""
+    row = rows[i]
+    if row is None or not row.get("answer"):
+        return None
+    return next((runs[j].label for j in range(i) if (rows[j] or {}).get("answer") == row["answer"]), None)
+
+
 def card(runs: Sequence[Run], corpus: str, cid: str, rows: Sequence[dict[str, Any] | None], change: str) -> str:
     """One case: its question and gold files, then a column per run (absent when the run lacks the case)."""
     first = next(r for r in rows if r is not None)
@@ -117,7 +128,8 @@ def card(runs: Sequence[Run], corpus: str, cid: str, rows: Sequence[dict[str, An
                     f"{escape(t.split(':', 1)[1])}</span>" for t in change.split())
     gold = ", ".join(f"<code>{escape(g)}</code>" for g in first.get("gold_paths") or []) or \
         '<span class="muted">none (unanswerable)</span>'
-    columns = "".join(_run_column(run, i, r) for i, (run, r) in enumerate(zip(runs, rows, strict=True)))
+    columns = "".join(_run_column(run, i, r, _same_answer(runs, rows, i))
+                      for i, (run, r) in enumerate(zip(runs, rows, strict=True)))
     return (f'<details class="case" id="{anchor(corpus, cid)}" data-corpus="{slug(corpus)}" '
             f'data-outcome="{outcomes}" data-tags="{" ".join(slug(t) for t in tags)}" data-change="{change}">'
             f"<summary><b>{escape(cid)}</b> <span class=muted>{escape(corpus)}</span> "
