@@ -74,3 +74,17 @@ def test_a_vote_may_cite_only_what_its_answer_cited(server: DevServer, small_ses
     mine = [c for c in cases if c["source"]["run_id"] == run_id]
     assert len(mine) == 1 and set(mine[0]["gold_paths"]) == cited, mine
     assert "etc/passwd" not in done.stdout and elsewhere not in json.dumps(mine)
+
+
+@pytest.mark.parametrize("body", [
+    b'{"session": "s", "score": 1, "question": "\\ud800"}',
+    b'{"session": "s", "score": 1, "question": "q", "comment": "\\udfff"}',
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"session": ' + b"[" * 20_000 + b"]" * 20_000 + b"}",
+], ids=["surrogate-question", "surrogate-comment", "deep-array", "deep-value"])
+def test_a_malformed_vote_is_a_400_on_the_real_server(server: DevServer, body: bytes) -> None:
+    """Issue 37 item 7: these were 500s."""
+    res = httpx.post(f"{server.url}/lotsman/api/feedback", content=body, headers={"Content-Type": "application/json"},
+                     timeout=60)
+    assert res.status_code == 400, res.text
+    assert "\n" not in res.json()["error"] and len(res.json()["error"]) < 200
