@@ -159,7 +159,9 @@ def score_case(case: dict[str, Any], state: dict[str, Any], *, llm: bool = False
     retrieval = plain(state.get("retrieval") or {})
     labels = composer_labels(state.get("analysis"))
     # LangSmith outputs carry the rows' locations only (`evidence_reduced`): the ceiling is n/a there.
-    refused = retrieval.get("relevant") is False
+    # Refused by the gate: nothing was read (0), where the surface can tell; LangSmith's reduced outputs
+    # cannot measure either recall for any case, so there both stay n/a rather than mix 0s into an n/a mean.
+    refused = retrieval.get("relevant") is False and not state.get("evidence_reduced")
     texts = ([] if refused else None if state.get("evidence_reduced")
              else [e.get("content") or "" for e in handed_over(state, evidence)])
     mode, reason = answer_mode(state, llm=llm)

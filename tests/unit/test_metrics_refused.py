@@ -78,3 +78,9 @@ def test_the_runner_scores_with_the_context_s_token_cap() -> None:
     assert rows[0]["reader_key_fact_recall"] == 0.0
     rows = asyncio.run(run_cases(FakeGraph(answered_state()), [small], Context(rag_session_id="s")))
     assert rows[0]["reader_key_fact_recall"] == 1.0
+
+
+def test_langsmith_s_reduced_outputs_keep_both_recalls_n_a_for_a_refused_case() -> None:
+    # neither recall can be measured there for any case: a refused case's 0 would make an n/a mean read 0.0
+    row = score_case(CASE, {**refused_state(), "evidence_reduced": True})
+    assert row["reader_key_fact_recall"] is None and row["evidence_key_fact_recall"] is None
