@@ -20,7 +20,8 @@ from stores.errors import LotsmanError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset", nargs="?", help="one JSONL dataset (needs --corpus); omit to run a suite")
+    p.add_argument("dataset", nargs="?",
+                   help="one JSONL dataset (needs --corpus), or `report` to render RUN.json files; omit to run a suite")
     p.add_argument("--corpus", help="corpus root the dataset's gold paths are relative to")
     p.add_argument("--suite", choices=["dev", "holdout"],
                    help="run this split of every registered corpus (default dev when no DATASET)")
