@@ -190,6 +190,11 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(problem)
     for note in serve_notes(args.host, port, token=token):
         print(note, file=sys.stderr)
+    from stores.database import STOPPED_MESSAGE, stopped_on_purpose
+
+    if not settings.database_url and stopped_on_purpose(settings.data_dir):  # the server will not start it
+        print(f"warning: {STOPPED_MESSAGE}: until then every question and the web page answer that",
+              file=sys.stderr)
     env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true"}
     if insecure:  # the server's own guard (graph.http_app.OriginGuard) reads the same choice
         env["LOTSMAN_INSECURE_NO_AUTH"] = "true"
