@@ -26,7 +26,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from graph.errors import shown
+from graph.errors import DATABASE_MESSAGES, public_message, shown
 from stores.database import STOPPED_MESSAGE, EmbeddedStoppedError
 from stores.errors import (
     DatabaseUnavailableError,
@@ -257,8 +257,6 @@ def client_error(exc: BaseException) -> tuple[str, int] | None:
     names the data folder, the socket path, or `DATABASE_URL`'s host, port, database and user (issue 37, item 6);
     when `lotsman db stop` stopped it, the sentence says so and how to start it again (item 16).
     """
-    from graph.errors import DATABASE_MESSAGES, public_message
-
     if isinstance(exc, LotsmanError):
         message, status = public_message(exc), error_status(exc)
     elif database_lost(exc) is not None:
