@@ -111,6 +111,7 @@ def build_parser(*, plugins: bool = True) -> argparse.ArgumentParser:
         cli_assistants,
         cli_commands,
         cli_feedback,
+        cli_hook,
         cli_index,
         cli_mcp,
         cli_retrieve,
@@ -137,6 +138,7 @@ def build_parser(*, plugins: bool = True) -> argparse.ArgumentParser:
     cli_serve.register(sub)
     cli_retrieve.register(sub)
     cli_watch.register(sub)
+    cli_hook.register(sub)
     cli_mcp.register(sub)
     cli_assistants.register(sub)
     cli_feedback.register(sub)

@@ -281,13 +281,10 @@ def _run_batch(job: Job, *, quiet_if_unchanged: bool = False) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add `lotsman watch` and `lotsman hook` (module-level imports stay light: `lotsman ask` pays for them)."""
-    from graph import cli_hook
-
+    """Add `lotsman watch` (module-level imports stay light: `lotsman ask` pays for them)."""
     p = sub.add_parser("watch", help="re-index a folder whenever its .md/.py files change (Ctrl-C stops)")
     p.add_argument("path")
     p.add_argument("--session", default="default", type=session_name)
     p.add_argument("--yes", action="store_true",
                    help="watch a folder with more than 5000 .md/.py files (refused without it)")
     p.set_defaults(handler=_watch)
-    cli_hook.register(sub)
