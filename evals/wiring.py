@@ -24,7 +24,8 @@ def eval_deps(settings: Any, llm: bool = False) -> GraphDeps:
         return GraphDeps(settings=settings)
     model = make_chat_model(settings)
     if model is None:
-        raise LotsmanError("--llm needs GigaChat: set GIGACHAT_CREDENTIALS and GIGACHAT_MODEL "
+        raise LotsmanError("--llm needs a chat model: set GIGACHAT_CREDENTIALS and GIGACHAT_MODEL, or "
+                           "LOTSMAN_LLM_PROVIDER=openai with OPENAI_BASE_URL and LOTSMAN_LLM_MODEL "
                            "(without --llm the eval runs offline)")
     return GraphDeps(settings=settings, chat_model=model)
 

@@ -114,7 +114,8 @@ class GraphDeps:
     settings: Settings = field(default_factory=get_settings)
     db: Database | None = None
     chat_model: BaseChatModel | None = None
-    """A LangChain chat model (GigaChat in production); None → deterministic router and extractive answers."""
+    """A LangChain chat model (GigaChat, or `ChatOpenAI` with `LOTSMAN_LLM_PROVIDER=openai`); None → deterministic
+    router and extractive answers."""
     embedder: LotsmanEmbeddings | None = None
     """Force one embedder (tests); by default each session's recorded embedder is built."""
     retrieve: RetrieveFn = full_retrieval
@@ -125,7 +126,7 @@ class GraphDeps:
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> GraphDeps:
-        """Production wiring: GigaChat when credentials are set, offline otherwise."""
+        """Production wiring: the configured chat model (`make_chat_model`), offline without one."""
         settings = settings or get_settings()
         return cls(settings=settings, chat_model=make_chat_model(settings))
 
@@ -205,7 +206,7 @@ class GraphDeps:
 
 
 def client_limits(timeout_s: float, max_retries: int, deadline_s: float) -> tuple[float, int]:
-    """The GigaChat client's own HTTP timeout and retries, so that its worst case alone —
+    """The chat model client's own HTTP timeout and retries, so that its worst case alone —
     (retries + 1) × timeout against an endpoint that accepts and never answers — fits in one request's LLM
     deadline: the timeout is at most the deadline, and retries are dropped that would not fit.
 
@@ -221,9 +222,23 @@ def client_limits(timeout_s: float, max_retries: int, deadline_s: float) -> tupl
     return timeout, max(0, min(max_retries, fitting))
 
 
+OPENAI_NO_KEY = "no-key"
+"""The key sent to an OpenAI-compatible server when `OPENAI_API_KEY` is unset: the SDK refuses to start without
+one, and local servers (llama.cpp, vLLM, Ollama) accept any."""
+
+
 def make_chat_model(settings: Settings) -> BaseChatModel | None:
-    """GigaChat when `GIGACHAT_CREDENTIALS` and `GIGACHAT_MODEL` are set, else None (offline)."""
+    """The chat model of `LOTSMAN_LLM_PROVIDER`, or None (offline).
+
+    `gigachat` (default): GigaChat when `GIGACHAT_CREDENTIALS` and `GIGACHAT_MODEL` are set, else None.
+    `openai`: LangChain's `ChatOpenAI` on `OPENAI_BASE_URL` with `LOTSMAN_LLM_MODEL` (both checked at start-up,
+    `graph.settings.llm_provider_problems`). Both stream (`streaming=True`) and get the same client limits,
+    cut to the request's LLM deadline (`client_limits`).
+    """
     gc = settings.gigachat
+    timeout, retries = client_limits(gc.timeout, gc.max_retries, gc.request_deadline)
+    if settings.llm_provider == "openai":
+        return _openai_chat_model(settings, timeout, retries)
     if not gc.enabled:
         return None
     if not gc.model:
@@ -231,10 +246,22 @@ def make_chat_model(settings: Settings) -> BaseChatModel | None:
     from langchain_gigachat import GigaChat  # imported only when configured: it pulls in the whole SDK
 
     assert gc.credentials is not None
-    timeout, retries = client_limits(gc.timeout, gc.max_retries, gc.request_deadline)
     # streaming=True: without it .stream() and stream_mode="messages" return one chunk (SPEC §2.2).
     return GigaChat(
         credentials=gc.credentials.get_secret_value(), scope=gc.scope, model=gc.model, base_url=gc.base_url,
         auth_url=gc.auth_url, verify_ssl_certs=gc.verify_ssl_certs, timeout=timeout,
         max_retries=retries, streaming=True,
+    )
+
+
+def _openai_chat_model(settings: Settings, timeout: float, retries: int) -> BaseChatModel:
+    if not (settings.openai_base_url or "").strip() or not (settings.llm_model or "").strip():
+        raise LotsmanError("LOTSMAN_LLM_PROVIDER=openai needs OPENAI_BASE_URL and LOTSMAN_LLM_MODEL")
+    from langchain_openai import ChatOpenAI  # imported only when configured, like GigaChat's SDK
+    from pydantic import SecretStr
+
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else ""
+    return ChatOpenAI(
+        model=(settings.llm_model or "").strip(), base_url=(settings.openai_base_url or "").strip(),
+        api_key=SecretStr(key or OPENAI_NO_KEY), timeout=timeout, max_retries=retries, streaming=True,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -93,6 +94,16 @@ class Settings(BaseSettings):
     from the other lanes (0 → no budget). A safety net for pathological queries, far above normal lane
     times (milliseconds to tens of milliseconds, `make bench`)."""
     gigachat: GigaChatSettings = Field(default_factory=GigaChatSettings)
+    llm_provider: Literal["gigachat", "openai"] = "gigachat"
+    """The chat model's provider (`LOTSMAN_LLM_PROVIDER`): `gigachat` (the `GIGACHAT_*` settings) or `openai`, any
+    OpenAI-compatible chat endpoint (vLLM, llama.cpp's server, Ollama, a gateway) at `OPENAI_BASE_URL` serving
+    `LOTSMAN_LLM_MODEL`. Either way the `GIGACHAT_*` time limits (deadline, timeouts, retries) apply."""
+    llm_model: str | None = None
+    """The chat model name of the `openai` provider (`LOTSMAN_LLM_MODEL`; GigaChat's is `GIGACHAT_MODEL`)."""
+    openai_base_url: str | None = Field(default=None, validation_alias="OPENAI_BASE_URL")
+    """The OpenAI-compatible API's base URL, up to and including `/v1` (`http://127.0.0.1:8000/v1`)."""
+    openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")
+    """Bearer key of the `openai` provider, when its server wants one (never logged)."""
     langsmith_tracing: bool = Field(default=False, validation_alias="LANGSMITH_TRACING")
     langsmith_api_key: SecretStr | None = Field(default=None, validation_alias="LANGSMITH_API_KEY")
     langsmith_project: str = Field(default="lotsman", validation_alias="LANGSMITH_PROJECT")
@@ -111,6 +122,11 @@ class Settings(BaseSettings):
     refused, so that it cannot read the local index through the browser."""
     watch_debounce_ms: int = Field(default=800, ge=0, le=MAX_MILLISECONDS)
     """`lotsman watch`: milliseconds of quiet after a change before the incremental re-index starts."""
+
+    @field_validator("llm_provider", mode="before")
+    @classmethod
+    def _provider_name(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("default_session")
     @classmethod
@@ -168,6 +184,21 @@ def auth_token_problem(raw: str) -> str | None:
     return None
 
 
+def llm_provider_problems(settings: Settings) -> list[str]:
+    """What keeps the `openai` provider from being asked (nothing for `gigachat`, whose missing model is said
+    when its credentials are set): its endpoint and model have no defaults, and a base URL is http(s)."""
+    if settings.llm_provider != "openai":
+        return []
+    missing = [name for name, value in (("OPENAI_BASE_URL", settings.openai_base_url),
+                                        ("LOTSMAN_LLM_MODEL", settings.llm_model)) if not (value or "").strip()]
+    if missing:
+        return [f"LOTSMAN_LLM_PROVIDER: openai needs {' and '.join(missing)} set"]
+    url = (settings.openai_base_url or "").strip()
+    if not url.startswith(("http://", "https://")):
+        return [f"OPENAI_BASE_URL: must be an http:// or https:// URL such as http://127.0.0.1:8000/v1 (got {url!r})"]
+    return []
+
+
 def load_settings() -> Settings:
     """Settings from the environment, every unusable variable named in one `SettingsError`.
 
@@ -192,6 +223,7 @@ def load_settings() -> Settings:
             if problem is not None:
                 problems.append(f"LOTSMAN_AUTH_TOKEN: {problem}")
             settings.auth_token = SecretStr(raw)
+        problems += llm_provider_problems(settings)
     if problems:
         raise SettingsError(f"{'; '.join(problems)}: fix or unset the variable")
     return settings

@@ -9,6 +9,7 @@ at once.
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from typing import Literal
 
@@ -97,6 +98,12 @@ def as_unavailable(exc: BaseException, timeout_s: float) -> LLMUnavailable | Non
         return LLMUnavailable(OfflineCause.TIMEOUT, f"no answer within {round(timeout_s, 1):g}s")
     if isinstance(exc, httpx.TransportError | ConnectionError):  # the SDK raises httpx's bare (SPEC §2.2)
         return LLMUnavailable(OfflineCause.UNREACHABLE, type(exc).__name__)
+    openai = sys.modules.get("openai")  # loaded with `ChatOpenAI`: an error of it can only come once it is
+    if openai is not None:  # the `openai` provider's SDK wraps httpx's errors in its own
+        if isinstance(exc, openai.APITimeoutError):  # a subclass of APIConnectionError: asked first
+            return LLMUnavailable(OfflineCause.TIMEOUT, type(exc).__name__)
+        if isinstance(exc, openai.APIConnectionError):
+            return LLMUnavailable(OfflineCause.UNREACHABLE, type(exc).__name__)
     status = getattr(exc, "status_code", None)  # GigaChat's ResponseError, and most providers' errors
     if isinstance(status, int) and (status in REFUSING_STATUSES or status >= 500):
         return LLMUnavailable(OfflineCause.REFUSED, f"{type(exc).__name__} {status}")

@@ -6,6 +6,7 @@ import asyncio
 import contextvars
 import json
 import re
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -24,12 +25,15 @@ DEFAULT_TIMEOUT_S = 8.0
 def default_llm_errors() -> tuple[type[BaseException], ...]:
     """The errors a router call falls back on. The GigaChat SDK and httpx are imported here, when a router is
     built with a chat model, not with this module: an offline `lotsman ask` paid ~55 ms for the SDK and
-    ~30 ms for httpx (its package loads its command line's rich, click and pygments)."""
+    ~30 ms for httpx (its package loads its command line's rich, click and pygments). The `openai` SDK's
+    errors (`LOTSMAN_LLM_PROVIDER=openai`) are added once it is loaded: only `ChatOpenAI` raises them."""
     import httpx
     from gigachat.exceptions import GigaChatException
 
-    return (GigaChatException, httpx.HTTPError, TimeoutError)
-"""GigaChat API errors, httpx transport/status errors (the SDK raises these bare), timeouts."""
+    errors: tuple[type[BaseException], ...] = (GigaChatException, httpx.HTTPError, TimeoutError)
+    openai = sys.modules.get("openai")
+    return (*errors, openai.OpenAIError) if openai is not None else errors
+"""GigaChat API errors, httpx transport/status errors (the SDK raises these bare), the `openai` SDK's, timeouts."""
 StructuredMethod = Literal["function_calling", "json_schema", "text"]
 _FENCE_RE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 T = TypeVar("T")

@@ -161,5 +161,6 @@ def test_eval_with_llm_but_no_credentials_is_one_line(offline_env: Callable[...,
                            "--embedder", "fake", "--llm"], capture_output=True, text=True, env=offline_env(),
                           cwd=ROOT, timeout=120)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == ("error: --llm needs GigaChat: set GIGACHAT_CREDENTIALS and "
-                                                    "GIGACHAT_MODEL (without --llm the eval runs offline)")
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "error: --llm needs a chat model: set GIGACHAT_CREDENTIALS and GIGACHAT_MODEL, or LOTSMAN_LLM_PROVIDER=openai "
+        "with OPENAI_BASE_URL and LOTSMAN_LLM_MODEL (without --llm the eval runs offline)")

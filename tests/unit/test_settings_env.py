@@ -83,7 +83,7 @@ def test_secret_values_are_never_echoed() -> None:
     secrets = [name for model in (Settings, GigaChatSettings) for name, field in model.model_fields.items()
                if "SecretStr" in str(field.annotation)]
     # any string is valid: they cannot fail validation
-    assert secrets == ["langsmith_api_key", "auth_token", "credentials"]
+    assert secrets == ["openai_api_key", "langsmith_api_key", "auth_token", "credentials"]
     assert GigaChatSettings(credentials=SecretStr("x")).enabled
 
 
