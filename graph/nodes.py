@@ -45,6 +45,7 @@ from nodes.llm_budget import (
     start_budget,
     with_offline_note,
 )
+from nodes.llm_events import collecting
 from nodes.retrieval_policy import resolve_code_plan, resolve_plan
 from stores.errors import InvalidInputError, session_deleted
 from stores.sessions import find_session
@@ -126,10 +127,11 @@ async def _ask_llm(budget: LLMBudget, stage: str, own_timeout_s: float,
     the rest of the request offline (`LLMUnavailable`), said once in the log."""
     budget, limit = allot(budget, own_timeout_s, time.monotonic(), stage)
     if limit is not None:
-        try:
-            return await call(limit), budget
-        except LLMUnavailable as outage:
-            budget = after_outage(budget, stage, outage)
+        with collecting() as events:  # what the reply needed (repaired, re-asked, fell back): `llm_events`
+            try:
+                return await call(limit), budget.noting(stage, events)
+            except LLMUnavailable as outage:
+                budget = after_outage(budget, stage, outage).noting(stage, events)
     if budget.offline in DEGRADED and budget.offline_stage == stage:
         logger.warning("LLM unavailable (%s); the rest of this request runs offline", budget.offline_reason)
     return None, budget
@@ -334,6 +336,7 @@ def answer_composition(deps: GraphDeps) -> Node:
             "answer": text, "citations": citations, "abstained": answer.abstained,
             "citations_removed": list(answer.removed_citations),
             "answer_mode": budget.answer_mode, "offline_reason": budget.offline_reason, "llm_budget": budget,
+            "llm_events": list(budget.events),
             "revision": state["session"].revision if "session" in state else None,
             # The chat UIs' answer: citations as links; the streamed message's id, so it is replaced in place.
             "messages": [AIMessage(id=answer.stream_id, content=linked, response_metadata={

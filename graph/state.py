@@ -88,6 +88,11 @@ class OutputState(TypedDict, total=False):
     case the answer text ends with a line saying so."""
     offline_reason: str
     """Why the request ran offline (`intent_routing: no answer within 3s`); "" in `llm` mode."""
+    llm_events: list[str]
+    """What the model's replies needed, `stage: event` in call order (`nodes/llm_events.py`): `intent_routing:
+    route json repaired`, `answer_composition: citations removed: 1`, `answer_composition: answer in the wrong
+    language, re-asked`; a clean reply says so too (`route tool call`, `citations verified`); `[]` when no
+    call was made."""
     revision: dict[str, str] | None
     """The git revision the answer was read from (`{repo, ref, commit}`; `lotsman index --ref`), None when
     the session holds a working tree."""

@@ -125,6 +125,9 @@ class LLMBudget(BaseModel):
     """The stage whose call took the request offline ("" when it was offline from the start)."""
     offline_detail: str = ""
     """What happened, without provider text (`no answer within 3s`, `ConnectError`)."""
+    events: tuple[str, ...] = ()
+    """What the request's LLM replies needed, `stage: event` in call order (`nodes.llm_events`): the run's
+    `llm_events`."""
 
     @property
     def answer_mode(self) -> AnswerMode:
@@ -140,6 +143,12 @@ class LLMBudget(BaseModel):
         if self.offline is not None:
             return self
         return self.model_copy(update={"offline": cause, "offline_stage": stage, "offline_detail": detail})
+
+    def noting(self, stage: str, events: list[str]) -> LLMBudget:
+        """The budget with what a call of `stage` met added to `events`."""
+        if not events:
+            return self
+        return self.model_copy(update={"events": (*self.events, *(f"{stage}: {e}" for e in events))})
 
     def outage_in(self, stage: str) -> str | None:
         """What happened when a call of `stage` was made and got no answer; None otherwise."""

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from nodes import llm_events
 from nodes.context_analysis.models import Analysis, Span
 from nodes.context_analysis.text import fence_content
 from nodes.context_retrieval.gate import row_tokens
 from nodes.evidence import EvidenceRow
-from nodes.intent_routing.llm import parse_candidate
+from nodes.intent_routing.llm import read_candidate
 from nodes.intent_routing.models import RouteResult
 from nodes.llm_budget import NOSTREAM, as_unavailable
 
@@ -188,4 +189,9 @@ async def analyze_with_llm(chat_model: BaseChatModel, query: str, analysis: Anal
         if outage is not None:
             raise outage from None
         return None
-    return apply_choice(analysis, parse_candidate(output))
+    choice, shape = read_candidate(output)
+    llm_events.note(f"choice {shape}")
+    chosen = apply_choice(analysis, choice)
+    if chosen is None and choice is not None:  # a reply that parsed but chose nothing usable: the rules' stand
+        llm_events.note(llm_events.CHOICE_UNUSABLE)
+    return chosen

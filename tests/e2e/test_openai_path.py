@@ -80,3 +80,28 @@ async def test_the_openai_provider_routes_analyses_and_streams_a_cited_answer(
     chats = [r for r in _walk(root) if r.run_type == "llm"]
     assert [r.name for r in chats] == ["ChatOpenAI"] * 3
     assert sum("nostream" in (r.tags or []) for r in chats) == 2, [r.tags for r in chats]
+    assert final["llm_events"] == ["intent_routing: route tool call", "context_analysis: choice tool call",
+                                   "answer_composition: citations verified"]
+
+
+@pytest.mark.parametrize("name", ["route_outside_catalog", "citation_not_in_evidence", "answer_wrong_language",
+                                  "answer_truncated_in_citation"])
+async def test_the_run_output_counts_what_messy_replies_needed(db: Any, small_session: str,
+                                                               server: FakeOpenAIServer, name: str) -> None:
+    """The fixture's notes, prefixed with their stage, are the run's `llm_events`; the request stays `llm`
+    (the model answered), and a stage that could not use its reply fell back on its own."""
+    fixture = load_fixture(name)
+    server.chat_handler = Replay(fixture)
+    clean = load_fixture("clean")["expect"]["events"]
+    expected = [f"{stage}: {event}" for stage, events in {**clean, **fixture["expect"]["events"]}.items()
+                for event in events]
+
+    _, final = await stream(openai_graph(db, server), QUESTION, small_session)
+
+    assert final["llm_events"] == expected
+    assert (final["answer_mode"], final["offline_reason"]) == ("llm", "")
+    assert final["route"]["routing_mode"] == fixture["expect"]["routing_mode"]
+    assert final["citations"] and covers(final["citations"], "docs/cors.md", 7)
+    if fixture["expect"]["answer"] == "fallback":
+        assert "`docs/cors.md`" in final["answer"], "the extractive answer names its lead file"
+    assert "cors_advanced" not in final["answer"] and "To configure" not in final["answer"]
