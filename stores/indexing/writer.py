@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -15,9 +18,25 @@ from stores.schema import chunk_table, existing_spaces
 if TYPE_CHECKING:
     import numpy as np
 
-COLUMNS = ("rag_session_id", "generation", "layer", "path", "title", "content", "metadata_json",
+COLUMNS = ("id", "rag_session_id", "generation", "layer", "path", "title", "content", "metadata_json",
            "span_start", "span_end", "blob_sha", "embedding")
-COLUMN_TYPES = ("text", "int4", "text", "text", "text", "text", "jsonb", "int4", "int4", "text", "vector")
+COLUMN_TYPES = ("uuid", "text", "int4", "text", "text", "text", "text", "jsonb", "int4", "int4", "text", "vector")
+
+
+def row_id(layer: str, path: str, span_start: int, span_end: int, title: str, content: str) -> uuid.UUID:
+    """A row's id: its first half a hash of what the row is, its second half random.
+
+    The lexical lanes take their first matches in id order (an index walk: `ORDER BY id LIMIT cap`,
+    `stores/statements.py`), so with random ids two fresh indexes of the same files handed the ranker other
+    candidates (90 of 552 dev questions) and `make ranker` could not reproduce a model from a fresh index. The
+    content half orders rows the same way in every index; the random half keeps ids unique between sessions,
+    generations and identical rows, whose relative order does not matter.
+    """
+    digest = hashlib.blake2b(digest_size=8)
+    for part in (layer, path, str(span_start), str(span_end), title, content):
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    return uuid.UUID(bytes=digest.digest() + os.urandom(8))
 
 
 def _clean(text: str) -> str:
@@ -75,9 +94,11 @@ def copy_rows(
     with conn.cursor() as cur, cur.copy(stmt) as copy:
         copy.set_types(list(COLUMN_TYPES))
         for record, blob_sha, vector in rows:
+            title, content = _clean(record.title)[:500], _clean(record.content)
             copy.write_row((
-                session_id, generation, record.layer.value, record.path, _clean(record.title)[:500],
-                _clean(record.content), Jsonb(row_metadata(record, origin)), record.span_start, record.span_end,
+                row_id(record.layer.value, record.path, record.span_start, record.span_end, title, content),
+                session_id, generation, record.layer.value, record.path, title,
+                content, Jsonb(row_metadata(record, origin)), record.span_start, record.span_end,
                 blob_sha,
                 None if vector is None else np.asarray(vector, dtype=np.float32),
             ))

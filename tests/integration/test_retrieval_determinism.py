@@ -96,3 +96,28 @@ def test_small_sessions_scan_their_vectors_exactly(db: Database, bundles: tuple[
         plans[exact] = "\n".join(r[0] for r in rows)
     assert "hnsw" not in plans[True].lower()
     assert "hnsw" in plans[False].lower(), plans[False]
+
+
+def test_two_fresh_indexes_of_the_same_files_give_the_same_lanes(
+        db: Database, corpus: Path, bundles: tuple[SessionBundle, SessionBundle]) -> None:
+    """Row ids lead with a hash of the row (`writer.row_id`): the lexical lanes take their first matches in id
+    order, and with random ids a second index of the same files gave the ranker other candidates, so `make
+    ranker` could not reproduce its model from a fresh index (issue 41, item 5)."""
+    from stores.sessions import delete_session
+
+    second = f"{SESSION}-again"
+    index_repository(db, corpus, session_name=second, embedder=make_embedder("use"))
+    try:
+        again = GraphDeps(settings=Settings(), db=db).bundle(second)
+        with db.connection() as conn:
+            table = bundles[0].session.table
+            halves = [conn.execute(f'SELECT left(id::text, 18) FROM "{table}" WHERE rag_session_id = %s ORDER BY id',
+                                   (b.session.rag_session_id,)).fetchall() for b in (bundles[0], again)]
+        assert halves[0] == halves[1] and halves[0]
+        for question in QUESTIONS:
+            rows = [{lane: [i[:18] for i in ids] for lane, ids in _lanes(bundle, question).items()}
+                    for bundle in (bundles[0], again)]
+            assert rows[0] == rows[1], question
+    finally:
+        with db.connection() as conn:
+            delete_session(conn, second)
