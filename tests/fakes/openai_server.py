@@ -12,7 +12,8 @@ Usage::
         server.chat_handler = replay(load_fixture("route_json_in_fence"))
         chat = make_fake_openai_chat(server, timeout=2)
 
-Replies: `Text` (or a plain `str`), `ToolCall`, and `Fail`, `Delay`, `Disconnect` of the GigaChat fake. A
+Replies: `Text` (or a plain `str`), `ToolCall`, `Trickle` (a slow stream), and `Fail`, `Delay`, `Disconnect`
+of the GigaChat fake. A
 scripted queue (`script_chat`) is consumed one reply per request, then `chat_handler`, then `default_reply`.
 """
 
@@ -61,7 +62,15 @@ class ToolCall:
     name: str | None = None
 
 
-Reply = str | Text | ToolCall | Fail | Delay | Disconnect
+@dataclass(frozen=True)
+class Trickle:
+    """Stream `text` one chunk every `chunk_s` seconds: a local model on a slow CPU, answering but slowly."""
+
+    text: str
+    chunk_s: float
+
+
+Reply = str | Text | ToolCall | Trickle | Fail | Delay | Disconnect
 ChatHandler = Callable[[dict[str, Any]], Reply]
 
 
@@ -189,14 +198,19 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(reply, Disconnect) and not stream:
             return self._drop()
         cut = reply if isinstance(reply, Disconnect) else None
+        pause = reply.chunk_s if isinstance(reply, Trickle) else 0.0
+        if isinstance(reply, Trickle):
+            reply = Text(reply.text)
         message, finish = _assistant_message(Text("a partial answer that never ends") if cut else reply, data)
         if stream:
-            return self._sse(message, finish, data, cut)
+            return self._sse(message, finish, data, cut, pause)
+        self.fake.sleep(pause * len(list(_deltas(message, self.fake.stream_chunk_chars))))
         self._json(200, {**_head(data, "chat.completion"), "choices": [
             {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
             "usage": _usage(data, message)})
 
-    def _sse(self, message: dict[str, Any], finish: str, data: dict[str, Any], cut: Disconnect | None) -> None:
+    def _sse(self, message: dict[str, Any], finish: str, data: dict[str, Any], cut: Disconnect | None,
+             pause: float = 0.0) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Transfer-Encoding", "chunked")
@@ -207,6 +221,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"400\r\ndata: {")  # announce more bytes than ever arrive
                 self.wfile.flush()
                 return self._drop()
+            if pause and sent:
+                self.fake.sleep(pause)
             self._event({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
         self._event({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         if (data.get("stream_options") or {}).get("include_usage"):

@@ -21,8 +21,8 @@ from graph.deps import OPENAI_NO_KEY, client_limits, make_chat_model
 from graph.settings import GigaChatSettings, Settings, SettingsError, get_settings
 from nodes.intent_routing import IntentRouter
 from nodes.llm_budget import LLMUnavailable, OfflineCause
-from tests.fakes.gigachat_server import Fail, RecordedRequest
-from tests.fakes.openai_server import FakeOpenAIServer, Text, ToolCall
+from tests.fakes.gigachat_server import Delay, Fail, RecordedRequest
+from tests.fakes.openai_server import FakeOpenAIServer, Text, ToolCall, make_fake_openai_chat
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_PREFIXES = ("LOTSMAN_", "GIGACHAT_", "LANGSMITH_", "OPENAI_")
@@ -179,3 +179,14 @@ def test_the_answer_streams_token_by_token(server: FakeOpenAIServer) -> None:
     parts = [p for p in asyncio.run(chunks()) if p]
     assert len(parts) >= 5 and "".join(parts).startswith("Добавьте")
     assert json.loads(server.chat_requests[0].body)["stream"] is True
+
+
+def test_the_clients_own_timeout_is_an_outage_too(server: FakeOpenAIServer) -> None:
+    """The `openai` SDK's timeout (`APITimeoutError`, not httpx's or ours) takes the request offline, as a
+    GigaChat timeout does: the client's limit is shorter than the call's here."""
+    server.script_chat([Delay(3.0, then=ToolCall(ROUTE))])
+    router = IntentRouter(llm=make_fake_openai_chat(server, timeout=0.5))
+
+    with pytest.raises(LLMUnavailable) as info:
+        asyncio.run(router.aroute("Как настроить CORS?", timeout_s=5.0, raise_unavailable=True))
+    assert info.value.cause == OfflineCause.TIMEOUT and info.value.detail.endswith("TimeoutError")
