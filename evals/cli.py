@@ -36,8 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--session", type=session_name, help="session name for DATASET (default: eval-<corpus>-<embedder>)")
     p.add_argument("--limit", type=int, help="only the first N cases of each dataset")
     p.add_argument("--llm", action="store_true",
-                   help="answer with GigaChat (router, analysis and composition; needs GIGACHAT_CREDENTIALS and "
-                        "GIGACHAT_MODEL); by default the eval runs offline, with extractive answers")
+                   help="answer with the chat model (router, analysis and composition): GigaChat "
+                        "(GIGACHAT_CREDENTIALS, GIGACHAT_MODEL) or LOTSMAN_LLM_PROVIDER=openai (OPENAI_BASE_URL, "
+                        "LOTSMAN_LLM_MODEL); by default the eval runs offline, with extractive answers")
     p.add_argument("--langsmith", action="store_true", help="also upload and run evaluate() on LangSmith")
     p.add_argument("--list", action="store_true", help="list the registered corpora and exit")
     p.add_argument("runs", nargs="*", metavar="RUN.json",
