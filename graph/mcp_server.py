@@ -23,7 +23,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import ErrorData, JSONRPCError, ToolAnnotations
+from mcp.types import ErrorData, JSONRPCError, JSONRPCNotification, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from graph.errors import (
@@ -661,6 +661,37 @@ def bad_line_reply(exc: Exception) -> JSONRPCError | None:
                         f"Invalid Request: not a JSON-RPC 2.0 message ({where}: {shown(errors[0]['msg'], 80)})")
 
 
+def _request_methods() -> frozenset[str]:
+    """The methods MCP defines as a client's requests (`ping`, `initialize`, `tools/call`, ...)."""
+    import typing
+
+    import mcp_types
+
+    methods: set[str] = set()
+    for request in typing.get_args(mcp_types.ClientRequest):
+        methods.update(typing.get_args(request.model_fields["method"].annotation))
+    return frozenset(methods)
+
+
+REQUEST_METHODS = _request_methods()
+
+
+def request_without_id_reply(item: Any) -> JSONRPCError | None:
+    """The -32600 error (id null) answering a request the SDK read as a notification, else None.
+
+    A request whose `id` is no id (`null`, `1.5`, an array) parses as a `JSONRPCNotification`: the SDK's model
+    drops the unknown field, so the line's id cannot be read back, and its server answers no notification:
+    the client waited for its timeout (issue 37, item 5). A notification naming one of MCP's request methods
+    is such a line (MCP has no `ping` or `tools/call` notification), so it is answered instead.
+    """
+    message = getattr(item, "message", None)
+    if not isinstance(message, JSONRPCNotification) or message.method not in REQUEST_METHODS:
+        return None
+    return _error_reply(None, INVALID_REQUEST,
+                        f"Invalid Request: {shown(message.method)} is a request: give it an id, a string or an "
+                        "integer (null, a fraction or no id make it a notification, which gets no reply)")
+
+
 def _error_reply(request_id: int | str | None, code: int, message: str) -> JSONRPCError:
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
 
@@ -681,7 +712,11 @@ class AnsweringBadLines:
         while True:
             item = await self._inner.receive()
             if not isinstance(item, Exception):
-                return item
+                if (reply := request_without_id_reply(item)) is None:
+                    return item
+                log.warning("MCP stdio: a %s request without a usable id (answered -32600)", shown(item.message.method))
+                await self._replies.send(SessionMessage(reply))
+                continue
             try:
                 reply = bad_line_reply(item)
             except Exception:  # noqa: BLE001 - a line must never stop the server: answer it all the same

@@ -114,8 +114,11 @@ PING = {"jsonrpc": "2.0", "id": 99, "method": "ping"}
     (b'{"id": 9}', -32600, 9),
     (b"[" * 100_000 + b"]" * 100_000, -32700, None),
     (b'{"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"x": ' + b"[" * 500 + b"]" * 500 + b"}}", -32700, 4),
+    # a request whose id is no id: the SDK reads it as a notification, which it never answers
+    (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}', -32600, None),
+    (b'{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', -32600, None),
 ], ids=["not-json", "cut-short", "not-utf8", "lone-surrogate-in-arguments", "lone-surrogates-in-params",
-        "method-not-a-string", "array", "no-method", "nested-100000-deep", "nested-500-deep"])
+        "method-not-a-string", "array", "no-method", "nested-100000-deep", "nested-500-deep", "id-null", "id-float"])
 def test_a_bad_line_gets_an_error_and_the_server_goes_on(peer: StdioPeer, line: bytes, code: int,
                                                          reply_id: Any) -> None:
     peer.send(line)

@@ -51,3 +51,41 @@ def test_a_malformed_response_is_not_answered() -> None:
 def test_the_reply_stays_short_for_a_huge_line() -> None:
     reply = bad_line_reply(_unreadable('{"id": 1, "x": "' + "y" * 1_000_000 + '\\ud800"'))
     assert reply is not None and len(reply.model_dump_json()) < 400
+
+
+@pytest.mark.parametrize("line", [
+    '{"jsonrpc": "2.0", "id": null, "method": "ping"}',
+    '{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}',
+    '{"jsonrpc": "2.0", "id": [1], "method": "tools/list"}',
+], ids=["id-null", "id-float", "id-array"])
+def test_a_request_whose_id_is_no_id_is_answered(line: str) -> None:
+    """The SDK reads these as notifications (it drops the unknown `id`), which its server never answers: the
+    client waited for its timeout."""
+    import anyio
+    from mcp.shared.message import SessionMessage
+
+    from graph.mcp_server import AnsweringBadLines
+
+    parsed = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    notification = SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}', by_name=False))
+    sent: list[Any] = []
+
+    class Inner:
+        items = [SessionMessage(parsed), notification]
+
+        async def receive(self) -> Any:
+            return self.items.pop(0)
+
+    class Replies:
+        async def send(self, message: Any) -> None:
+            sent.append(message.message)
+
+    async def main() -> Any:
+        return await AnsweringBadLines(Inner(), Replies()).receive()
+
+    passed = anyio.run(main)
+    assert passed is notification  # the real notification goes on to the server, the bad request does not
+    [reply] = sent
+    assert (reply.error.code, reply.id) == (-32600, None)
+    assert "id" in reply.error.message and "\n" not in reply.error.message
