@@ -51,15 +51,33 @@ def client_visible(exc: E) -> E:
     """The same error (class name, message, exit code), as a type langgraph-api shows to clients."""
     if isinstance(exc, ValueError):
         return exc
-    return _visible_class(type(exc))(*exc.args)
+    return _copy_as(_visible_class(type(exc)), exc, exc.args)
+
+
+def _copy_as(cls: type[E], exc: LotsmanError, args: tuple[Any, ...]) -> E:
+    """`exc` as an instance of `cls` (its class or a subclass) with `args`: built through the constructor when
+    it takes the message alone, else copied attribute by attribute (an error whose constructor takes more)."""
+    try:
+        made = cls(*args)
+    except TypeError:
+        made = cls.__new__(cls)
+        made.__dict__.update(exc.__dict__)
+    made.args = args
+    return made
+
+
+def with_public_text(exc: E) -> E:
+    """`exc` with `public_text` of its message: redacted, one line, echoed values cut (its class kept)."""
+    return _copy_as(type(exc), exc, (public_text(str(exc)),))
 
 
 def surface_errors(node: Node) -> Node:
     """Wrap an async graph node so that our errors reach server clients with their message.
 
     In a LangGraph server run a database failure reaches the client as `public_message` gives it (its text names
-    the data folder or `DATABASE_URL`'s host, port, database and user) and goes whole to the server's log; run
-    in process (the CLI), it keeps its text, which is what the user at this machine has to fix.
+    the data folder or `DATABASE_URL`'s host, port, database and user) and goes whole to the server's log; our
+    other errors reach it as `public_text` gives them (one line, redacted, a 4 KB path cut at `MAX_SHOWN_CHARS`).
+    Run in process (the CLI), an error keeps its text, which is what the user at this machine has to fix.
     """
 
     @functools.wraps(node)
@@ -67,11 +85,13 @@ def surface_errors(node: Node) -> Node:
         try:
             return await node(*args, **kwargs)
         except LotsmanError as exc:
+            if not _server_run():
+                raise client_visible(exc) from exc
             public = public_message(exc)
-            if public in DATABASE_MESSAGES and _server_run():
+            if public in DATABASE_MESSAGES:
                 log.warning("a run failed on the database: %s", printable(" ".join(str(exc).split())))
-                raise client_visible(type(exc)(public)) from exc
-            raise client_visible(exc) from exc
+                raise client_visible(_copy_as(type(exc), exc, (public,))) from exc
+            raise client_visible(with_public_text(exc)) from exc
 
     return wrapped  # type: ignore[return-value]
 

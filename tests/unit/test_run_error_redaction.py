@@ -58,3 +58,36 @@ async def test_a_clients_own_error_keeps_its_text_on_the_server() -> None:
     exc = SessionNotFoundError("no session 'x': index a repository first")
     with pytest.raises(SessionNotFoundError, match="no session 'x'"):
         await _graph(exc).ainvoke({"x": 1}, config=SERVER_RUN)
+
+
+class _TwoArgsError(LotsmanError):
+    """An error whose constructor takes more than the message."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"{path}: {detail}")
+        self.path = path
+
+
+async def test_a_server_runs_own_error_is_cut_and_redacted_like_every_client_message() -> None:
+    """A 4 KB `path` of a lotsman_index run came back whole (review of issue 37, item 5)."""
+    from stores.errors import IndexingError
+
+    long_path = "/" + "a" * 4096
+    exc = IndexingError(f"path not found: {long_path} (see postgresql://alice:s3cret@10.1.2.3:5433/secretdb)")
+    with pytest.raises(IndexingError) as err:
+        await _graph(exc).ainvoke({"x": 1}, config=SERVER_RUN)
+    text = str(err.value)
+    assert len(text) < 200 and text.startswith("path not found: /aaa") and "…" in text
+    assert "alice" not in text and "s3cret" not in text and "10.1.2.3" not in text
+    assert isinstance(err.value, ValueError)
+    with pytest.raises(IndexingError) as err:  # in process (the CLI) the user at this machine reads it all
+        await _graph(exc).ainvoke({"x": 1})
+    assert str(err.value) == str(exc)
+
+
+async def test_an_error_with_another_constructor_still_reaches_the_client() -> None:
+    exc = _TwoArgsError("/" + "b" * 500, "cannot read it")
+    with pytest.raises(_TwoArgsError) as err:
+        await _graph(exc).ainvoke({"x": 1}, config=SERVER_RUN)
+    assert "cannot read it" in str(err.value) and len(str(err.value)) < 200
+    assert isinstance(err.value, ValueError) and err.value.path == exc.path
