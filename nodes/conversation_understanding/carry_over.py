@@ -23,8 +23,8 @@ MAX_CARRIED_TERMS = 6
 MAX_ASSISTANT_ANCHORS = 3
 """Names of the last answer carried (backticked and code-like ones first)."""
 MAX_ASSISTANT_FILES = 1
-"""Files of the last answer carried on top of the terms (its lead citation first): the router reads a path in
-the request as a file anchor, so retrieval looks that file up by path."""
+"""Files of the last answer carried on top of the terms (its lead citation first) when the follow-up has no
+topic of its own: the router reads a path in the request as a file anchor, so retrieval looks it up by path."""
 USER_TURNS_BACK = 3
 """How many earlier user turns a follow-up may reach back (a chain of follow-ups needs more than one)."""
 SHORT_QUESTION_WORDS = 2
@@ -48,6 +48,8 @@ _CITED_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{1,8}):\d+
 # that answer composition shows between ⟦ ⟧ (nodes.answer_composition.citations.neutralize_citations).
 _FENCED = re.compile(r"(?ms)^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)")
 _INERT = re.compile(r"⟦[^⟦⟧\n]*⟧")
+_QUOTED_LINE = re.compile(r"(?m)^[ \t]*>.*$")  # a passage quoted from a document
+_TITLE = re.compile(r"“[^”\n]*”|«[^»\n]*»")  # a document's heading named in the answer's own line
 _BACKTICKED = re.compile(r"`([^`\n]{1,120})`")
 _DEICTICS = frozenset(_split("""
 это этого этому этим этом эту эта этой эти этих того тому тем том такое такой такая такие таким там тут
@@ -63,16 +65,16 @@ _DEMONSTRATIVES = frozenset(_split("этот эта эту этой этим э�
 _GENERIC_PREFIXES = _split("""
 настр отключ выключ включ сдела добав использ провер тест пример значен умолч описан работ задат задав
 измен убра удалить удаля делат делае получ вызв запуск запуст вариант способ случа нужн надо можн лучш
-правил подробн ещё документ файл порядк разниц отлич почему зачем
+правил подробн ещё документ файл порядк разниц отлич почему зачем реализ определ объявл
 """)
 _GENERIC_WORDS = frozenset(_split("""
 код кода коде коду кодом
 configure configuring setup set enable enabled enabling disable disabled disabling turn off add adding
 remove removing change changing make making get getting test tests testing tested example examples default
 defaults value values way ways possible need needs want instead work works run runs running happen
-happens order call calls check write create creating define declare return returns mean means differ
-difference better best case cases more detail details other again else several many multiple inside
-within without thing things just like
+happens order call calls check write create creating define defined declare declared implemented located
+return returns mean means differ difference better best case cases more detail details other again else
+several many multiple inside within without thing things just like
 """))
 # Function words the shared STOPWORDS leave in (they are harmless there, but noise when carried over, and
 # no topic when judging whether a question has one of its own).
@@ -251,11 +253,11 @@ def _code_name(raw: str) -> str | None:
 def answer_topic(text: str) -> AnswerTopic:
     """The files and code names of an assistant answer, read from its own words only.
 
-    Fenced code and ⟦inert⟧ citation shapes are document text the answer quotes: data, not the answer's
-    topic, so nothing in them is taken (an instruction planted in a document cannot reach the request);
-    the rest is read for tokens only, never as instructions.
+    Fenced code, quoted lines (`> …`) and ⟦inert⟧ citation shapes are document text the answer quotes:
+    data, not the answer's topic, so nothing in them is taken (an instruction planted in a document cannot
+    reach the request); the rest is read for tokens only, never as instructions.
     """
-    prose = _INERT.sub(" ", _FENCED.sub(" ", text))
+    prose = _QUOTED_LINE.sub(" ", _INERT.sub(" ", _FENCED.sub(" ", text)))
     files: dict[str, None] = {m.group(1): None for m in _CITED_PATH.finditer(prose)}
     names: dict[str, None] = {}
     for match in _BACKTICKED.finditer(prose):
@@ -271,9 +273,10 @@ def answer_topic(text: str) -> AnswerTopic:
             files.setdefault(token, None)
         elif name := _code_name(raw):
             names.setdefault(name, None)
-    for name in anchors_of(rest):  # then names in plain words: `Request`, `Swagger`, `JWT`
-        if not is_file_name(name):
-            names.setdefault(name, None)
+    for line in rest.splitlines():  # then names in plain words (`Request`, `Swagger`, `JWT`); a line opens
+        for name in anchors_of(_TITLE.sub(" ", line)):  # a sentence, and a heading's words are no names
+            if not is_file_name(name):
+                names.setdefault(name, None)
     lowered = {f.lower() for f in files}
     return AnswerTopic(files=tuple(files), names=tuple(n for n in names if n.lower() not in lowered))
 
@@ -317,8 +320,13 @@ def _carry(question: str, history: Sequence[dict[str, str]]) -> list[str]:
 
     names = fresh(topic.names, user_anchors)[:MAX_ASSISTANT_ANCHORS]
     terms = fresh([*user_anchors, *names, *user_topics], ())[:MAX_CARRIED_TERMS]
-    # The answer's lead file is the strongest pointer for "где это описано?" and "what if it fails?": the
-    # router reads it as a file anchor, and retrieval looks it up by path. It comes on top of the terms.
+    if topic_terms(question):
+        # A follow-up with a topic of its own ("what if it fails?", "а если за Nginx?") is as often answered
+        # in a neighbouring file: the answer's file, seeded by path, pushed that one down (measured on the
+        # dev follow-ups with Lotsman's own answers as the earlier turn, docs/logic/conversation_understanding.md).
+        return terms
+    # A bare follow-up ("где это описано?", "and how do I test it?") leans on the answer as a whole: its lead
+    # file is the best pointer. The router reads it as a file anchor and retrieval looks it up by path.
     return [*terms, *fresh(topic.files, terms)[:MAX_ASSISTANT_FILES]]
 
 
