@@ -65,16 +65,16 @@ _DEMONSTRATIVES = frozenset(_split("этот эта эту этой этим э�
 _GENERIC_PREFIXES = _split("""
 настр отключ выключ включ сдела добав использ провер тест пример значен умолч описан работ задат задав
 измен убра удалить удаля делат делае получ вызв запуск запуст вариант способ случа нужн надо можн лучш
-правил подробн ещё документ файл порядк разниц отлич почему зачем реализ определ объявл
+правил подробн ещё документ файл порядк разниц отлич почему зачем
 """)
 _GENERIC_WORDS = frozenset(_split("""
 код кода коде коду кодом
 configure configuring setup set enable enabled enabling disable disabled disabling turn off add adding
 remove removing change changing make making get getting test tests testing tested example examples default
 defaults value values way ways possible need needs want instead work works run runs running happen
-happens order call calls check write create creating define defined declare declared implemented located
-return returns mean means differ difference better best case cases more detail details other again else
-several many multiple inside within without thing things just like
+happens order call calls check write create creating define declare return returns mean means differ
+difference better best case cases more detail details other again else several many multiple inside
+within without thing things just like
 """))
 # Function words the shared STOPWORDS leave in (they are harmless there, but noise when carried over, and
 # no topic when judging whether a question has one of its own).
@@ -84,6 +84,11 @@ _EXTRA_STOP = frozenset(_split("""
 every each while before after later once still only also have has had know should must might may
 really just even than then very much own
 """))
+# Words asking where a thing is ("А где он определён?", "в каком файле это реализовано?", "where is it
+# defined?"): a question made of them has no topic of its own. Kept out of `is_generic_term`, which the
+# analysis and retrieval stages share.
+_WHERE_PREFIXES = _split("реализ определ объявл")
+_WHERE_WORDS = frozenset(_split("defined declared implemented located"))
 # Russian verb endings (infinitive, present, past): verbs make poor retrieval terms when carried over.
 _VERB_ENDINGS = ("ть", "ться", "тся", "чь", "ает", "яет", "ует", "еет", "ают", "яют", "уют", "ил", "ял")
 
@@ -120,7 +125,8 @@ def is_generic_term(word: str) -> bool:
 
 def topic_terms(text: str) -> list[str]:
     """Key terms of `text` that name a topic rather than an action (lower-case, in text order)."""
-    return [t for t in key_terms(text) if not is_generic_term(t) and t not in _EXTRA_STOP and t not in _DEICTICS]
+    return [t for t in key_terms(text) if not is_generic_term(t) and t not in _EXTRA_STOP and t not in _DEICTICS
+            and t not in _WHERE_WORDS and not t.startswith(_WHERE_PREFIXES)]
 
 
 def _anchor(raw: str, sentence_start: bool) -> str | None:

@@ -10,7 +10,14 @@ import re
 
 import pytest
 
-from nodes.conversation_understanding import answer_topic, is_follow_up, rewrite_messages, standalone_request
+from nodes.conversation_understanding import (
+    answer_topic,
+    is_follow_up,
+    is_generic_term,
+    rewrite_messages,
+    standalone_request,
+    topic_terms,
+)
 
 
 def turns(*texts: str) -> list[dict[str, str]]:
@@ -171,3 +178,11 @@ def test_quoted_passages_headings_and_layout_words_are_not_names_of_the_answer()
             "[docs/a.md:3-9]\n\nSee also:\n\n`docs/b.md` — “Performance”:\n> Since Python 3.12 …\n[docs/b.md:1-2]")
     assert answer_topic(text).files == ("docs/a.md", "docs/b.md")
     assert answer_topic(text).names == ()
+
+
+@pytest.mark.parametrize("question",
+                         ["А где он определён?", "А в каком файле это реализовано?", "Where is it defined?"])
+def test_where_words_are_no_topic_of_a_follow_up_but_stay_topics_for_the_other_stages(question: str) -> None:
+    assert topic_terms(question) == []
+    for word in ("определён", "реализовано", "defined", "implemented"):
+        assert not is_generic_term(word)  # the analysis and retrieval stages share is_generic_term
