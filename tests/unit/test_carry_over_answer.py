@@ -186,3 +186,23 @@ def test_where_words_are_no_topic_of_a_follow_up_but_stay_topics_for_the_other_s
     assert topic_terms(question) == []
     for word in ("определён", "реализовано", "defined", "implemented"):
         assert not is_generic_term(word)  # the analysis and retrieval stages share is_generic_term
+
+
+def test_a_linked_answer_from_a_chat_ui_carries_the_same_topic() -> None:
+    """The answer a chat UI sends back cites with Markdown links (`link_citations`); the graph reads them back
+    as citations, so its files and names reach the follow-up as from a plain answer."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from graph.nodes import split_conversation
+    from nodes.answer_composition.links import citation_href, link_citations
+    from nodes.answer_composition.models import Citation
+
+    cite = Citation(path="docs/tutorial/cors.md", start_line=3, end_line=9)
+    plain = "Добавьте `CORSMiddleware` и перечислите источники [docs/tutorial/cors.md:3-9]."
+    linked = link_citations(plain, [cite], lambda c: citation_href(c, "demo", "http://127.0.0.1:2024"))
+    assert "/lotsman/read?" in linked
+    question, history = split_conversation(
+        [HumanMessage("Как настроить CORS в FastAPI?"), AIMessage(linked), HumanMessage("А где это описано?")])
+    request = standalone_request(question, history)
+    assert request == standalone_request("А где это описано?", turns("Как настроить CORS в FastAPI?", plain))
+    assert {"CORSMiddleware", "docs/tutorial/cors.md"} <= set(request.carried_terms)
