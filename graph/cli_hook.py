@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graph.cli_commands import session_name
-from graph.cli_watch import _existing_folder, _index_once, _say, describe_report, revision_refusal
+from graph.cli_watch import _existing_folder, _index_once, _quoted, _say, describe_report, revision_refusal
 from graph.settings import Settings
 from graph.terminal import printable
 from stores.errors import IndexingError, LotsmanError, UsageError
@@ -399,6 +399,13 @@ def _hook_run(args: argparse.Namespace, settings: Settings) -> int:
                 return 0
 
 
+def hook_hint(root: Path, session: str) -> str:
+    """What a hook run refused by the 5000-file guard writes into its log: hooks take no `--yes`, and once the
+    session's index was built from the folder with it, hook runs are not counted again."""
+    return (f"run `lotsman index {_quoted(root)} --session {_quoted(session)} --yes` once (the hooks then "
+            "re-index the folder without asking)")
+
+
 def _hook_index(settings: Settings, root: Path, session: str) -> None:
     from graph.cli_commands import open_deps
 
@@ -407,7 +414,8 @@ def _hook_index(settings: Settings, root: Path, session: str) -> None:
     with open_deps(settings, production=False) as deps:
         while True:
             try:
-                _say(f"{stamp} {describe_report(_index_once(deps, settings, root, session))}")
+                report = _index_once(deps, settings, root, session, large_hint=hook_hint(root, session))
+                _say(f"{stamp} {describe_report(report)}")
                 return
             except LotsmanError as exc:
                 if not is_busy(exc) or time.monotonic() > deadline:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from graph.cli_commands import session_name
+from graph.cli_commands import revision, session_name
 from graph.settings import Settings
 from graph.terminal import printable
 
@@ -46,8 +46,7 @@ def _unchanged(root: Path, revision: Any, args: argparse.Namespace, settings: Se
     (~0.1 s of CPU a no-op does not need); a real job opens the pool afterwards.
     """
     from stores.database import EMBEDDED_HINT, EXTERNAL_HINT, connect, ensure_pgvector, resolve_database_url
-    from stores.indexing.files import check_folder_size
-    from stores.indexing.unchanged import unchanged_report
+    from stores.indexing.unchanged import check_source_size, unchanged_report
     from stores.schema import ensure_tables
     from stores.sessions import find_session
 
@@ -56,9 +55,9 @@ def _unchanged(root: Path, revision: Any, args: argparse.Namespace, settings: Se
         ensure_pgvector(conn)  # a new database gets the extension before its tables, as the pool would do
         ensure_tables(conn)
         session = find_session(conn, args.session)
-        if revision is None:  # before the no-op check's stat walk: `lotsman index /` must not walk the disk
-            check_folder_size(root, allow_large=args.yes,
-                              known_root=session is not None and session.root_path == str(root.resolve()))
+        # the service's guard, asked once here before the no-op check's stat walk (`lotsman index /` must not
+        # walk the disk); the job is then told the size was checked
+        check_source_size(root, session, revision, allow_large=args.yes, hint=INDEX_HINT)
         if session is None or args.full or args.rebuild:
             return session, None
         return session, unchanged_report(conn, session, root, max_bytes=settings.max_file_bytes,
@@ -78,8 +77,12 @@ def _run_index(db: Any, session: Any, root: Path, args: argparse.Namespace, sett
                               incremental=not args.full, max_bytes=settings.max_file_bytes,
                               batch_size=settings.embed_batch_size, progress=ProgressBar(),
                               parse_workers=settings.parse_workers, rebuild=args.rebuild, ref=args.ref,
-                              check_unchanged=False, allow_large=args.yes)
+                              check_unchanged=False, allow_large=args.yes, size_checked=True)
     return report, embedder.name
+
+
+INDEX_HINT = "pass --yes"
+"""What a refused `lotsman index` tells the user (`files.check_folder_size`'s hint)."""
 
 
 def _print_index_report(report: Any, embedder: str, *, verbose: bool) -> None:
@@ -132,7 +135,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rebuild", action="store_true",
                    help="build a complete new index, e.g. with another --embedder; the old one answers until it "
                         "is done, and stays if the rebuild fails")
-    p.add_argument("--ref", metavar="REF",
+    p.add_argument("--ref", metavar="REF", type=revision,
                    help="index this git revision (tag, branch or commit) of the repository at PATH, read from git "
                         "without touching the working tree; the session records repository, ref and commit")
     p.add_argument("--yes", action="store_true",

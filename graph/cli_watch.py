@@ -25,14 +25,11 @@ from graph.cli_commands import session_name
 from graph.settings import Settings
 from graph.terminal import printable
 from stores.errors import IndexingError, IndexInterruptedError, LotsmanError, UsageError
+from stores.indexing.files import DEFAULT_INCLUDE_EXTS, is_ignored_name
 
 if TYPE_CHECKING:
     from stores.indexing.service import IndexReport
 
-WATCHED_SUFFIXES = (".md", ".markdown", ".py")
-"""What the indexer reads (`stores.indexing.files.DEFAULT_INCLUDE_EXTS`); other files never trigger a run."""
-SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "__pypackages__", "site-packages", "venv"})
-"""Folders the indexer never enters (`stores.indexing.files.IGNORED_DIR_NAMES`), besides hidden ones."""
 SHOWN_CHANGES = 5
 """Changed paths listed by name per batch; the rest are counted."""
 ROOT_CHECK_MS = 500
@@ -51,12 +48,12 @@ def watched_path(rel: str) -> bool:
     parts = [p for p in rel.split("/") if p]
     if not parts or not entered_folder("/".join(parts[:-1])) or parts[-1].startswith("."):
         return False
-    return parts[-1].lower().endswith(WATCHED_SUFFIXES)
+    return parts[-1].lower().endswith(DEFAULT_INCLUDE_EXTS)
 
 
 def entered_folder(rel: str) -> bool:
     """Whether the indexer enters the folder `rel` (`""` is the root): no part hidden or skipped."""
-    return not any(p.startswith(".") or p in SKIPPED_FOLDERS for p in rel.split("/") if p)
+    return not any(is_ignored_name(p) for p in rel.split("/") if p)
 
 
 def folders_under(root: Path, rel: str = "") -> tuple[set[str], bool]:
@@ -141,9 +138,21 @@ def _existing_folder(path: str) -> Path:
     return root.resolve()
 
 
-def _index_once(deps: Any, settings: Settings, root: Path, session: str, *, allow_large: bool = False
-                ) -> IndexReport:
-    """The incremental index `lotsman index ROOT --session SESSION` runs, with the session's own embedder."""
+def watch_hint(root: Path, session: str) -> str:
+    """What a watch refused by the 5000-file guard tells the user to pass."""
+    return f"pass --yes (`lotsman watch {_quoted(root)} --session {_quoted(session)} --yes`)"
+
+
+def _quoted(value: object) -> str:
+    import shlex
+
+    return printable(shlex.quote(str(value)))
+
+
+def _index_once(deps: Any, settings: Settings, root: Path, session: str, *, allow_large: bool = False,
+                large_hint: str | None = None) -> IndexReport:
+    """The incremental index `lotsman index ROOT --session SESSION` runs, with the session's own embedder;
+    `large_hint` ends the 5000-file guard's refusal (`watch_hint` unless given)."""
     from stores.embedders import make_embedder
     from stores.indexing.service import index_repository
     from stores.schema import ensure_tables
@@ -158,7 +167,8 @@ def _index_once(deps: Any, settings: Settings, root: Path, session: str, *, allo
     embedder = make_embedder(found.embedder if found else settings.embedder, settings)
     return index_repository(db, root, session_name=session, embedder=embedder, incremental=True,
                             max_bytes=settings.max_file_bytes, batch_size=settings.embed_batch_size,
-                            parse_workers=settings.parse_workers, allow_large=allow_large)
+                            parse_workers=settings.parse_workers, allow_large=allow_large,
+                            large_hint=large_hint or watch_hint(root, session))
 
 
 @contextmanager

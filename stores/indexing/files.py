@@ -20,12 +20,17 @@ IGNORED_DIR_NAMES = frozenset({"node_modules", "__pycache__", "__pypackages__", 
 _BINARY_SNIFF_BYTES = 8192
 
 CONFIRM_ABOVE_FILES = 5000
-"""Every index job of a folder (`lotsman index`, the index graph, `watch`, hooks: `index_repository`'s
-`allow_large`) refuses a folder with more candidate files than this unless told it is meant (`--yes`,
-`allow_large: true`), or it is the folder the session was built from. The standard library
-(729 files → 73k rows) takes 2.5–3 minutes cold with `use` on 2 cores, so 5,000 files is ~20 minutes and
-~500k rows: larger than any repository we measured (the eval corpora have 17–174 files), while the paths
-that reach it by mistake are far larger (`/usr` here: 21k `.py`/`.md` files; `/` or a home folder more)."""
+"""Every index job (`lotsman index` with or without `--ref`, the index graph, `watch`, hooks:
+`index_repository`'s `allow_large`) refuses a folder or a git revision with more candidate files than this
+unless told it is meant (`--yes`, `allow_large: true`), or it is the folder whose working tree the session's
+live index was built from (`unchanged.size_accepted`). The standard library (729 files → 73k rows) takes
+2.5–3 minutes cold with `use` on 2 cores, so 5,000 files is ~20 minutes and ~500k rows: larger than any
+repository we measured (the eval corpora have 17–174 files), while the paths that reach it by mistake are far
+larger (`/usr` here: 21k `.py`/`.md` files; `/` or a home folder more)."""
+
+LARGE_HINT = "pass allow_large: true"
+"""What a refused caller of `index_repository` is told to do (the index graph's request field, the service's
+argument); the CLI commands pass their own (`--yes`, or for hooks `lotsman index ... --yes` once)."""
 
 BACKSLASH_IS_SEPARATOR = os.sep == "\\"
 """Whether `\\` separates folders in this system's paths (Windows). On POSIX it is a name character: the walk
@@ -167,7 +172,7 @@ def _walk(real_root: Path, include_exts: tuple[str, ...]) -> Iterator[tuple[str,
         current = Path(dirpath)
         kept_dirs = []
         for name in sorted(dirnames):
-            if _is_ignored_name(name):
+            if is_ignored_name(name):
                 continue
             child = current / name
             if not is_utf8_name(name):
@@ -192,7 +197,7 @@ def is_candidate_path(rel: str, include_exts: tuple[str, ...] = DEFAULT_INCLUDE_
     """Whether a path relative to the root is one `collect_files` would vet: no hidden or ignored folder on
     the way, not hidden itself, an included extension (a git tree's paths go through the same rule)."""
     parts = rel.split("/")
-    if any(_is_ignored_name(part) for part in parts[:-1]):
+    if any(is_ignored_name(part) for part in parts[:-1]):
         return False
     name = parts[-1]
     return bool(name) and not name.startswith(".") and name.lower().endswith(tuple(e.lower() for e in include_exts))
@@ -280,7 +285,7 @@ def count_candidates(
     count = 0
     for dirpath, dirnames, filenames in os.walk(real_root, followlinks=False):
         current = Path(dirpath)
-        dirnames[:] = [d for d in dirnames if not _is_ignored_name(d) and not (current / d).is_symlink()]
+        dirnames[:] = [d for d in dirnames if not is_ignored_name(d) and not (current / d).is_symlink()]
         count += sum(1 for name in filenames if not name.startswith(".") and name.lower().endswith(exts))
         if count > stop_after:
             return stop_after + 1
@@ -300,7 +305,7 @@ class TooManyFilesError(IndexingError):
 
 
 def check_folder_size(root: Path, *, allow_large: bool = False, known_root: bool = False,
-                      limit: int = CONFIRM_ABOVE_FILES) -> None:
+                      limit: int | None = None, hint: str = LARGE_HINT) -> None:
     """Refuse, before anything is read or written, a folder far larger than a repository (`index /`).
 
     The count stops at `limit + 1` candidates (`count_candidates`): `/` is refused after ~1 s of walking
@@ -308,19 +313,25 @@ def check_folder_size(root: Path, *, allow_large: bool = False, known_root: bool
 
     Args:
         allow_large: the caller confirmed it (`lotsman index --yes`, the index graph's `allow_large`).
-        known_root: `root` is the folder the session was built from (its size was accepted then).
+        known_root: `root` is the folder the session's live index was built from (its size was accepted then).
+        limit: `CONFIRM_ABOVE_FILES` unless given.
+        hint: what the caller can do about a refusal, ending the message (`LARGE_HINT`, `pass --yes`, ...).
 
     Raises:
         TooManyFilesError: more than `limit` candidates and neither flag.
     """
     if allow_large or known_root or not root.is_dir():
         return
+    limit = CONFIRM_ABOVE_FILES if limit is None else limit
     count = count_candidates(root, stop_after=limit)
     if needs_confirmation(count, limit=limit, confirmed=allow_large, known_root=known_root):
-        raise TooManyFilesError(
-            f"{escaped_path(str(root))} holds more than {limit} .md/.py files (a system or home folder, not a "
-            "repository?): nothing was indexed; to index it anyway pass --yes (`lotsman index`) or "
-            "allow_large: true (the lotsman_index graph)")
+        raise too_many_files(escaped_path(str(root)), limit, hint)
+
+
+def too_many_files(what: str, limit: int, hint: str) -> TooManyFilesError:
+    """The one-line refusal of a folder or revision (`what`) with more than `limit` candidates."""
+    return TooManyFilesError(f"{what} holds more than {limit} .md/.py files (a system or home folder, not a "
+                             f"repository?): nothing was indexed; to index it anyway {hint}")
 
 
 def read_source_file(
@@ -384,7 +395,7 @@ def _find_candidate(real_root: Path, spelling: str, include_exts: tuple[str, ...
     if not spelling or spelling.startswith("/") or normalized in ("", ".") or normalized.startswith(".."):
         return SkippedFile(spelling, "path escapes the root")
     parts = normalized.split("/")
-    if any(_is_ignored_name(part) for part in parts[:-1]) or parts[-1].startswith("."):
+    if any(is_ignored_name(part) for part in parts[:-1]) or parts[-1].startswith("."):
         return SkippedFile(normalized, "in an ignored directory or hidden")
     if not parts[-1].lower().endswith(tuple(ext.lower() for ext in include_exts)):
         return SkippedFile(normalized, "unsupported file type")
@@ -403,7 +414,8 @@ def _checked_root(root: Path) -> Path:
     return path.resolve()
 
 
-def _is_ignored_name(name: str) -> bool:
+def is_ignored_name(name: str) -> bool:
+    """A folder name the walk never enters: hidden, or one of `IGNORED_DIR_NAMES` (`watch` asks the same)."""
     return name.startswith(".") or name in IGNORED_DIR_NAMES
 
 

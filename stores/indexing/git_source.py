@@ -9,16 +9,18 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+import stores.indexing.files as files
 from stores.errors import IndexingError
 from stores.indexing.files import (
     DEFAULT_INCLUDE_EXTS,
     DEFAULT_MAX_BYTES,
+    LARGE_HINT,
     NON_UTF8_FILE,
     CollectedFiles,
     SkippedFile,
@@ -26,6 +28,7 @@ from stores.indexing.files import (
     escaped_path,
     is_candidate_path,
     is_utf8_name,
+    too_many_files,
     vet_bytes,
 )
 
@@ -174,13 +177,38 @@ def parse_tree_line(raw: bytes) -> _Entry | None:
                   name.decode("utf-8", "surrogateescape"))
 
 
+def count_revision_candidates(revision: Revision, *, include_exts: tuple[str, ...] = DEFAULT_INCLUDE_EXTS) -> int:
+    """How many candidate files `collect_revision` would vet (blobs `is_candidate_path` takes), from one
+    `git ls-tree` listing: no blob is read."""
+    return sum(1 for entry in _tree_entries(revision)
+               if entry.kind == "blob" and is_candidate_path(entry.path, include_exts))
+
+
+def check_revision_size(revision: Revision, *, allow_large: bool = False, limit: int | None = None,
+                        hint: str = LARGE_HINT) -> None:
+    """Refuse a revision with more than `limit` (`files.CONFIRM_ABOVE_FILES`) candidates unless `allow_large`,
+    as `files.check_folder_size` refuses a folder: before anything is created or read.
+
+    Raises:
+        TooManyFilesError: too many candidates and not `allow_large`.
+    """
+    if allow_large:
+        return
+    limit = files.CONFIRM_ABOVE_FILES if limit is None else limit
+    if count_revision_candidates(revision) > limit:
+        raise too_many_files(f"revision {escaped_path(revision.ref)[:80]} of {escaped_path(revision.root)}", limit,
+                             hint)
+
+
 def collect_revision(revision: Revision, *, max_bytes: int = DEFAULT_MAX_BYTES,
-                     include_exts: tuple[str, ...] = DEFAULT_INCLUDE_EXTS) -> CollectedFiles:
+                     include_exts: tuple[str, ...] = DEFAULT_INCLUDE_EXTS,
+                     checkpoint: Callable[[], None] | None = None) -> CollectedFiles:
     """The indexable files of a revision (under its PATH), vetted like `collect_files` vets a folder.
 
     Blobs over `max_bytes` are skipped from their listed size without being read; the others are streamed from
     one `git cat-file --batch` and vetted one at a time (only the decoded texts are kept). A symlink is
-    reported and not followed (its blob is the link's target path).
+    reported and not followed (its blob is the link's target path). `checkpoint` is called before each blob is
+    vetted; it raises to stop (a cancelled job: git is killed on the way out).
     """
     wanted: list[_Entry] = []
     skipped: list[SkippedFile] = []
@@ -198,6 +226,8 @@ def collect_revision(revision: Revision, *, max_bytes: int = DEFAULT_MAX_BYTES,
     files: list[SourceFile] = []
     with _blob_stream(revision, [e.sha for e in wanted]) as blobs:
         for entry, data in zip(wanted, blobs, strict=True):
+            if checkpoint is not None:
+                checkpoint()
             vetted = vet_bytes(entry.path, data, max_bytes, abs_path=Path(revision.root) / entry.path)
             if isinstance(vetted, SourceFile):
                 files.append(vetted)

@@ -12,6 +12,7 @@ this starts (`unchanged`).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
@@ -32,10 +33,10 @@ from stores.errors import IndexingError, IndexInterruptedError, LotsmanError, Se
 from stores.indexing import cache, jobs, writer
 from stores.indexing.code_pipeline import CodeParseError
 from stores.indexing.files import (
+    LARGE_HINT,
     CollectedFiles,
     SkippedFile,
     SourceFile,
-    check_folder_size,
     collect_files,
     escaped_path,
     read_source_file,
@@ -45,7 +46,7 @@ from stores.indexing.git_source import Revision, collect_revision, resolve_revis
 from stores.indexing.jobs import CANCELLED, IndexCancelledError, IndexReport, last_done_job
 from stores.indexing.parsing import parse_file, parse_files
 from stores.indexing.records import ChunkRecord
-from stores.indexing.unchanged import folder_tree, revision_tree, unchanged_report
+from stores.indexing.unchanged import check_source_size, folder_tree, revision_tree, unchanged_report
 from stores.indexing.versions import PIPELINE_VERSION
 from stores.repository import RagRepository
 from stores.schema import (
@@ -66,6 +67,8 @@ from stores.sessions import (
 )
 
 __all__ = ["IndexCancelledError", "IndexReport", "index_changes", "index_repository", "index_snapshot", "parse_file"]
+
+log = logging.getLogger(__name__)
 
 CACHE_FLUSH_FILES = 32
 CACHE_FLUSH_S = 2.0
@@ -248,8 +251,9 @@ def _write(db: Database, session: RagSession, generation: int, prepared: list[_P
     leaves half its embeddings behind, and the next run embeds only the rest. With `job` (a changes job,
     whose rows go live with this transaction) the job is marked done in the same transaction.
 
-    `checkpoint` is called before each file's rows are streamed and before the commit: when it raises (the
-    job was cancelled), the transaction rolls back and no row of the job goes live.
+    `checkpoint` is called before each file's rows are streamed and last inside the transaction, after the
+    job row and the generation's artifacts, just before the commit: when it raises (the job was cancelled),
+    the transaction rolls back and no row of the job goes live.
     """
     layers: Counter[str] = Counter()
     t0 = time.perf_counter()
@@ -272,11 +276,11 @@ def _write(db: Database, session: RagSession, generation: int, prepared: list[_P
             report.rows_written = writer.copy_rows(conn, session.table, session.rag_session_id, generation, rows(),
                                                    origin=origin)
             flusher.flush()
-            checkpoint()
             if job is not None:
                 _note_rows(report, layers, emb, t0)
                 job.complete(conn)
                 store_generation_artifacts(conn, session.rag_session_id, generation, table=session.table)
+            checkpoint()  # the last one: a cancel during the artifacts (seconds on a large session) rolls back
         if job is not None:
             job.committed = True
     finally:
@@ -356,7 +360,8 @@ class _Job:
         return self.abort.is_set() or (self.cancel is not None and self.cancel.is_set())
 
     def checkpoint(self) -> None:
-        """Called at each batch (parsed file, embedding batch, file written, before the commit).
+        """Called at each batch (file walked or read, parsed file, embedding batch, file written) and last
+        inside the committing transaction, just before its commit.
 
         Raises:
             IndexCancelledError: the cancel event is set.
@@ -425,10 +430,12 @@ def _run_job(db: Database, session: RagSession, kind: str | Callable[[RagSession
     or Ctrl-C before that marks it failed and the session keeps its previous index; after it, the job stays
     done (a Ctrl-C then is reported as `IndexInterruptedError`, saying the new index is live).
 
-    `cancel`, set by another thread, stops the job at its next batch (`_Job.checkpoint`): its rows roll
-    back, its row is failed with `jobs.CANCELLED`, and `IndexCancelledError` is raised. A Ctrl-C or a
-    failure stops the job's embedder thread the same way (`_Job.abort`) instead of letting it embed the
-    rest of its queue for nobody.
+    `cancel`, set by another thread, stops the job at its next batch (`_Job.checkpoint`), the last one inside
+    the committing transaction just before its commit: its rows roll back, its row is failed with
+    `jobs.CANCELLED`, and `IndexCancelledError` is raised. A cancel that comes after that check finds the job
+    done: it stays done, and a warning is logged. A Ctrl-C or a failure stops the job's embedder thread the
+    same way (`_Job.abort`) instead of letting it embed the rest of its queue for nobody; one handler maps
+    each to the error its row records (`_failure`) and what is raised (`_reported`).
     """
     lock = _session_lock(db, session)
     try:
@@ -448,30 +455,42 @@ def _run_job(db: Database, session: RagSession, kind: str | Callable[[RagSession
             report.timings["total"] = time.perf_counter() - job.t0
             with db.connection() as conn:
                 jobs.record_counts(conn, job_id, report.counts())
-        except IndexCancelledError:
-            job.abort.set()
-            if not job.committed and _fail(db, job, CANCELLED):
-                raise IndexCancelledError(f"index job cancelled: session '{session.name}' keeps its previous "
-                                          "index (nothing of the job was committed)") from None
-            raise
-        except KeyboardInterrupt:
+        except BaseException as exc:
             job.abort.set()  # the embedder thread's queued batches are dropped, not embedded for nobody
             # `job.committed` is set just after the commit returns: a Ctrl-C in between finds the row done
-            if not job.committed and _fail(db, job, INTERRUPTED_BY_USER):
-                raise
-            raise IndexInterruptedError(
-                f"interrupted after the index job had committed: session '{session.name}' answers from its new "
-                f"index ({report.rows_written} rows written, job done); only the housekeeping after the commit "
-                "was skipped (autovacuum redoes the statistics; the next index job that changes a file refreshes "
-                "the stoplist)") from None
-        except BaseException as exc:
-            job.abort.set()
-            if not job.committed:
-                _fail(db, job, f"{type(exc).__name__}: {exc}"[:2000])
+            failed = not job.committed and _fail(db, job, _failure(exc))
+            if (instead := _reported(exc, failed, session.name, report)) is not None:
+                raise instead from None
             raise
+        if cancel is not None and cancel.is_set():
+            log.warning("index job %s of session '%s' committed before its cancel was seen: the new index is live",
+                        job_id, session.name)
         return report
     finally:
         _release(db, lock, session)
+
+
+def _failure(exc: BaseException) -> str:
+    """The error a failed job's row records for `exc`."""
+    if isinstance(exc, IndexCancelledError):
+        return CANCELLED
+    if isinstance(exc, KeyboardInterrupt):
+        return INTERRUPTED_BY_USER
+    return f"{type(exc).__name__}: {exc}"[:2000]
+
+
+def _reported(exc: BaseException, failed: bool, session: str, report: IndexReport) -> BaseException | None:
+    """What `_run_job` raises instead of `exc` (None: `exc` itself), `failed` telling whether the job's row was
+    marked failed (False: the job had committed)."""
+    if isinstance(exc, IndexCancelledError) and failed:
+        return IndexCancelledError(f"index job cancelled: session '{session}' keeps its previous index (nothing of "
+                                   "the job was committed)")
+    if isinstance(exc, KeyboardInterrupt) and not failed:
+        return IndexInterruptedError(
+            f"interrupted after the index job had committed: session '{session}' answers from its new index "
+            f"({report.rows_written} rows written, job done); only the housekeeping after the commit was skipped "
+            "(autovacuum redoes the statistics; the next index job that changes a file refreshes the stoplist)")
+    return None
 
 
 def _fail(db: Database, job: _Job, error: str) -> bool:
@@ -494,9 +513,9 @@ def read_sources(root: Path, *, max_bytes: int, revision: Revision | None = None
                  checkpoint: Callable[[], None] | None = None) -> tuple[CollectedFiles, dict]:
     """The files of a folder (or of a git revision under it) and the tree a job records for them: the
     folder's stat snapshot, taken before any file is read, with each file's blob sha. `checkpoint` is called
-    for each file of a folder's walks (a cancelled job stops there)."""
+    for each file of a folder's walks and each blob of a revision (a cancelled job stops there)."""
     if revision is not None:
-        collected = collect_revision(revision, max_bytes=max_bytes)
+        collected = collect_revision(revision, max_bytes=max_bytes, checkpoint=checkpoint)
         return collected, revision_tree(revision, max_bytes, len(collected.files))
     taken_ns = time.time_ns()
     stats = stat_tree(root, checkpoint=checkpoint)
@@ -516,7 +535,7 @@ def index_snapshot(
     db: Database, session: RagSession, root: Path, embedder: LotsmanEmbeddings, *, max_bytes: int = 1_000_000,
     batch_size: int = 32, progress: Progress | None = None, parse_workers: int | None = None,
     rebuild: bool = False, revision: Revision | None = None, allow_large: bool = False,
-    cancel: threading.Event | None = None,
+    cancel: threading.Event | None = None, large_hint: str = LARGE_HINT,
 ) -> IndexReport:
     """Build a complete new index of `root` and swap it in atomically (readers never see it half-built).
 
@@ -526,13 +545,12 @@ def index_snapshot(
             Until the swap the session answers from its old generation; a failure leaves it so.
         revision: read the files of this git revision instead of the folder's working tree; the swap records
             it on the session (a folder's snapshot clears it).
-        allow_large, cancel: as for `index_repository`.
+        allow_large, cancel, large_hint: as for `index_repository`.
     """
     if not rebuild:
         session.check_embedder(embedder.name, embedder.dim)
     root = _check_root(root)
-    if revision is None:
-        check_folder_size(root, allow_large=allow_large, known_root=session.root_path == str(root))
+    check_source_size(root, session, revision, allow_large=allow_large, hint=large_hint)
     body = _snapshot_body(db, session, root, embedder, max_bytes=max_bytes, batch_size=batch_size,
                           progress=progress, parse_workers=parse_workers, rebuild=rebuild, revision=revision)
     return _run_job(db, session, "snapshot", body, cancel)
@@ -556,26 +574,38 @@ def _snapshot_body(
         emb = _Embedder(embedder, batch_size, progress, job.stopping)
         prepared = _prepare(db, collected.files, embedder, report, emb, progress, parse_workers, job.checkpoint)
         report.files_indexed = len(prepared)
+        space = writer.Space(embedder.name, embedder.dim, str(root)) if rebuild else None
         try:
             _write(db, target, new, prepared, report, emb, replace_paths=None,
                    origin=_origin(root, revision), checkpoint=job.checkpoint)
-            job.checkpoint()  # the last one: from the swap on, the new index is live and the job done
+            with db.connection() as conn, conn.transaction():
+                writer.swap_generation(conn, current.table, session.rag_session_id, old, new, space=space,
+                                       revision=_session_revision(revision))
+                job.complete(conn)
+                # the first question of a fresh process then loads them instead of scanning the new rows
+                store_generation_artifacts(conn, session.rag_session_id, new, table=target.table)
+                job.checkpoint()  # the last one, just before the commit: from then on the new index is live
+            job.committed = True
         except BaseException:
-            with db.connection() as conn:
-                writer.discard_generation(conn, target.table, session.rag_session_id, new)
+            _discard_unless_live(db, session, target.table, new)
             raise
-        space = writer.Space(embedder.name, embedder.dim, str(root)) if rebuild else None
-        with db.connection() as conn, conn.transaction():
-            writer.swap_generation(conn, current.table, session.rag_session_id, old, new, space=space,
-                                   revision=_session_revision(revision))
-            job.complete(conn)
-            # the first question of a fresh process then loads them instead of scanning the new rows
-            store_generation_artifacts(conn, session.rag_session_id, new, table=target.table)
-        job.committed = True
         _analyze_after_load(db, target, report)
         _refresh_stop_lexemes(db, session)
 
     return body
+
+
+def _discard_unless_live(db: Database, session: RagSession, table: str, generation: int) -> None:
+    """Remove a failed snapshot's rows, unless its swap committed (an interrupt just after the commit): the
+    session then reads them. With the database gone, the next job's housekeeping removes them."""
+    try:
+        with db.connection() as conn:
+            live = find_session(conn, session.rag_session_id)
+            if live is None or live.active_generation != generation:
+                writer.discard_generation(conn, table, session.rag_session_id, generation)
+    except (psycopg.Error, LotsmanError):
+        log.warning("could not remove the rows of a failed snapshot of session '%s' (the next job does)",
+                    session.name)
 
 
 def _revision_dict(revision: Revision | None) -> dict[str, str] | None:
@@ -738,6 +768,7 @@ def index_repository(
     max_bytes: int = 1_000_000, batch_size: int = 32, progress: Progress | None = None,
     parse_workers: int | None = None, rebuild: bool = False, ref: str | None = None,
     check_unchanged: bool = True, allow_large: bool = False, cancel: threading.Event | None = None,
+    large_hint: str = LARGE_HINT, size_checked: bool = False,
 ) -> IndexReport:
     """Index `root` into the named session: incremental diff when it already has an index, else a snapshot.
 
@@ -755,13 +786,19 @@ def index_repository(
             (its unchanged blobs come from the blob cache, neither parsed nor embedded again).
         check_unchanged: first look whether nothing changed since the last job (`unchanged_report`); the
             CLI passes False when it has just asked itself.
-        allow_large: index a folder with more than `files.CONFIRM_ABOVE_FILES` candidate files (`lotsman
-            index --yes`, the index graph's `allow_large`); without it such a folder is refused before
-            anything is read or written, unless it is the folder the session was built from. Counting stops
-            at the limit + 1 (`files.check_folder_size`). A git revision (`ref`) is not counted.
-        cancel: set from another thread to stop the job at its next batch (parse, embed, write): it rolls
-            back, its job row is failed with `jobs.CANCELLED`, the session keeps its previous index, and
-            `IndexCancelledError` is raised. Set after the job committed, it changes nothing.
+        allow_large: index a folder or revision with more than `files.CONFIRM_ABOVE_FILES` candidate files
+            (`lotsman index --yes`, the index graph's `allow_large`); without it such a source is refused
+            before anything is created, read or written (`unchanged.check_source_size`), unless it is the
+            folder whose working tree the session's live index was built from (`unchanged.size_accepted`).
+            A folder's count stops at the limit + 1; a revision's is read from `git ls-tree`.
+        cancel: set from another thread to stop the job at its next batch (a file walked or read, parsed,
+            embedded or written; the no-op check's walk too): it rolls back, its job row is failed with
+            `jobs.CANCELLED`, the session keeps its previous index, and `IndexCancelledError` is raised. The
+            last check is inside the committing transaction, just before its commit; set after that, it
+            changes nothing (the job is done, and a warning is logged).
+        large_hint: what a refusal tells the caller to pass (`files.LARGE_HINT`: the graph's `allow_large`).
+        size_checked: the caller has just run `unchanged.check_source_size` itself (`lotsman index`, before its
+            no-op check): the folder is not counted twice.
 
     Raises:
         IndexingError: a `ref` that names no commit, a `root` that is not a git repository with `ref`, a
@@ -772,11 +809,12 @@ def index_repository(
     """
     revision = resolve_revision(root, ref) if ref is not None else None
     root = _check_root(root)
+    stop = _cancel_checkpoint(cancel)
     with db.connection() as conn:
         ensure_tables(conn)
         known = find_session(conn, session_name)
-    if revision is None:  # before the session is created: a refused folder leaves nothing behind
-        check_folder_size(root, allow_large=allow_large, known_root=known is not None and known.root_path == str(root))
+    if not size_checked:  # before the session is created: a refused source leaves nothing behind
+        check_source_size(root, known, revision, allow_large=allow_large, hint=large_hint)
     with db.connection() as conn:
         session = find_session(conn, session_name)
         if session is None:
@@ -788,7 +826,7 @@ def index_repository(
     if check_unchanged and incremental and not rebuild:
         with db.connection() as conn:
             noop = unchanged_report(conn, session, root, max_bytes=max_bytes, revision=revision,
-                                    embedder=embedder.name)
+                                    embedder=embedder.name, checkpoint=stop)
         if noop is not None:
             return noop
     options: dict[str, Any] = {"max_bytes": max_bytes, "batch_size": batch_size, "progress": progress,
@@ -807,6 +845,17 @@ def index_repository(
         (snapshot if report.kind == "snapshot" else diff)(report, job)
 
     return _run_job(db, session, kind, body, cancel)
+
+
+def _cancel_checkpoint(cancel: threading.Event | None) -> Callable[[], None]:
+    """The checkpoint of the work before a job has its row (the no-op check's walk): raises
+    `IndexCancelledError` once `cancel` is set; nothing was written then."""
+
+    def check() -> None:
+        if cancel is not None and cancel.is_set():
+            raise IndexCancelledError("index run cancelled before its job started: nothing was indexed or changed")
+
+    return check
 
 
 def _pipeline_changed(db: Database, session: RagSession) -> bool:

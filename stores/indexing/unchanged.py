@@ -14,16 +14,19 @@ ask it first.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from stores.indexing.files import (
+    LARGE_HINT,
     SkippedFile,
     SourceFile,
     StatEntry,
     changed_since,
+    check_folder_size,
     read_source_file,
     stat_tree,
 )
@@ -65,19 +68,48 @@ def same_source(previous: dict[str, Any] | None, kind: str, root: str, max_bytes
     return kind != GIT or previous.get("commit") == commit
 
 
+def size_accepted(session: RagSession | None, root: Path) -> bool:
+    """Whether the session's live index was built from the working tree of the folder at `root`: its size was
+    accepted then (counted, or confirmed with `allow_large`), and its incremental runs (watch, hooks) are not
+    counted again. A session row alone says nothing: a job that created it may have failed, been cancelled or
+    read a git revision (whose folder may hold far more than the revision)."""
+    return (session is not None and session.active_generation > 0 and session.commit_sha is None
+            and session.root_path == str(Path(root).resolve()))
+
+
+def check_source_size(root: Path, session: RagSession | None, revision: Revision | None, *, allow_large: bool,
+                      hint: str = LARGE_HINT) -> None:
+    """The size guard of every index job, asked before anything is created or read: a revision's candidates
+    are counted from `git ls-tree` (`git_source.check_revision_size`), a folder's by a walk that stops at the
+    limit + 1 (`files.check_folder_size`) unless `size_accepted`. `hint` ends a refusal: what the caller can
+    pass.
+
+    Raises:
+        TooManyFilesError: more than `files.CONFIRM_ABOVE_FILES` candidates and not `allow_large`.
+    """
+    if revision is not None:
+        from stores.indexing.git_source import check_revision_size
+
+        check_revision_size(revision, allow_large=allow_large, hint=hint)
+    else:
+        check_folder_size(Path(root), allow_large=allow_large, known_root=size_accepted(session, root), hint=hint)
+
+
 def unchanged_report(conn: psycopg.Connection, session: RagSession, root: Path, *, max_bytes: int,
-                     revision: Revision | None = None, embedder: str | None = None) -> IndexReport | None:
+                     revision: Revision | None = None, embedder: str | None = None,
+                     checkpoint: Callable[[], None] | None = None) -> IndexReport | None:
     """The report of a no-op job when `root` (or `revision`) is what the session's index already holds, None
     when a real job must run (something changed, no tree recorded, another embedder asked for, a job running).
 
     The check and the no-op job's row happen in one transaction under the session's job lock (committed with
-    the caller's transaction: any connection will do, no pool and no pgvector types needed).
+    the caller's transaction: any connection will do, no pool and no pgvector types needed). `checkpoint` is
+    called for each file of the folder's stat walk (it raises to stop: a cancelled run).
     """
     if session.active_generation == 0 or (embedder is not None and embedder != session.embedder):
         return None
     root_text = str(Path(root).resolve())
     taken_ns = time.time_ns()
-    stats = stat_tree(root) if revision is None else {}
+    stats = stat_tree(root, checkpoint=checkpoint) if revision is None else {}
     with conn.transaction():
         got = conn.execute("SELECT pg_try_advisory_xact_lock(hashtext(%s))",
                            (job_lock_key(session.rag_session_id),)).fetchone()

@@ -6,15 +6,14 @@ hooks) asks before anything is created or read; its count stops at the limit + 1
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-import stores.indexing.files as files
 from graph.index_graph import IndexRequest
 from stores.errors import IndexingError, InvalidInputError
 from stores.indexing.files import TooManyFilesError, check_folder_size
+from tests.walkcount import count_walks
 
 
 def _tree(root: Path, dirs: int, per_dir: int) -> Path:
@@ -27,28 +26,20 @@ def _tree(root: Path, dirs: int, per_dir: int) -> Path:
 
 @pytest.fixture
 def walked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    seen: list[str] = []
-    real_walk = os.walk
-
-    def counting_walk(top, *args, **kwargs):  # type: ignore[no-untyped-def]
-        for entry in real_walk(top, *args, **kwargs):
-            seen.append(entry[0])
-            yield entry
-
-    monkeypatch.setattr(files.os, "walk", counting_walk)
-    return seen
+    return count_walks(monkeypatch)
 
 
 def test_a_folder_above_the_limit_is_refused_after_limit_plus_one_files(tmp_path: Path, walked: list[str]) -> None:
     root = _tree(tmp_path, dirs=30, per_dir=10)  # 300 candidates, limit 100
 
     with pytest.raises(TooManyFilesError) as refused:
-        check_folder_size(root, limit=100)
+        check_folder_size(root, limit=100, hint="pass --yes (`lotsman index PATH --yes`)")
 
     assert isinstance(refused.value, IndexingError) and refused.value.exit_code == 6
     message = str(refused.value)
     assert "\n" not in message and "more than 100 .md/.py files" in message
-    assert "--yes" in message and "allow_large: true" in message
+    assert message.endswith("to index it anyway pass --yes (`lotsman index PATH --yes`)")
+    assert "allow_large" not in message  # the hint is the caller's (review of issue 37: one hint fitted all)
     assert len(walked) == 1 + 11  # the root and 11 folders of 10: stopped at 101 candidates, not 31 folders
 
 

@@ -193,10 +193,45 @@ def test_one_hook_runner_per_session_at_a_time(tmp_path: Path) -> None:
     assert runner_files(tmp_path, "docs") == (lock, pending) and lock != runner_files(tmp_path, "other")[0]
 
 
-def test_watch_takes_yes_for_a_large_folder() -> None:
-    """The 5000-file guard of `index_repository` applies to `watch`; `--yes` passes `allow_large` on."""
-    from graph.cli import build_parser
+class _Indexed(Exception):
+    """Raised by the stand-in `index_repository` with the arguments it was given."""
 
-    parser = build_parser(plugins=False)
-    assert parser.parse_args(["watch", "/repo", "--yes"]).yes is True
-    assert parser.parse_args(["watch", "/repo"]).yes is False
+
+@pytest.mark.parametrize("yes", [True, False])
+def test_watch_passes_yes_on_as_allow_large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, yes: bool) -> None:
+    """The 5000-file guard of `index_repository` applies to `watch`; `--yes` passes `allow_large` on, and a
+    refusal tells the user watch's own `--yes`."""
+    from contextlib import contextmanager
+
+    import graph.cli_commands as cli_commands
+    import stores.embedders as embedders
+    import stores.indexing.service as service
+    import stores.schema as schema
+    import stores.sessions as sessions
+    from graph.cli import build_parser
+    from graph.cli_watch import _watch
+    from graph.settings import Settings
+
+    class Db:
+        @contextmanager
+        def connection(self):  # type: ignore[no-untyped-def]
+            yield None
+
+    @contextmanager
+    def open_deps(settings, production=False):  # type: ignore[no-untyped-def]
+        yield SimpleNamespace(database=Db)
+
+    def index_repository(db, root, **kwargs):  # type: ignore[no-untyped-def]
+        raise _Indexed(kwargs)
+
+    monkeypatch.setattr(cli_commands, "open_deps", open_deps)
+    monkeypatch.setattr(schema, "ensure_tables", lambda conn: None)
+    monkeypatch.setattr(sessions, "find_session", lambda conn, name: None)
+    monkeypatch.setattr(embedders, "make_embedder", lambda name, settings: SimpleNamespace(name=name))
+    monkeypatch.setattr(service, "index_repository", index_repository)
+    args = build_parser(plugins=False).parse_args(["watch", str(tmp_path), "--session", "s", *(["--yes"] * yes)])
+    with pytest.raises(_Indexed) as indexed:
+        _watch(args, Settings(embedder="fake"))
+    [kwargs] = indexed.value.args
+    assert kwargs["allow_large"] is yes
+    assert "lotsman watch" in kwargs["large_hint"] and "--yes" in kwargs["large_hint"]
