@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "eval_report"
 BASE, NEW = FIXTURES / "rrf.json", FIXTURES / "learned.json"
 """click and structlog dev, first 8 cases each, RRF and learned order (trimmed: no evidence paths, answers
-cut at 900 characters; every figure as the runner wrote it)."""
+cut at 600 characters; every figure as the runner wrote it)."""
 
 
 class Parsed(HTMLParser):
