@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.cases import load_dataset
+from evals.ceilings import add_file_ceilings
 from evals.holdout import is_holdout_path, log_run
 from evals.scoring import score_case
 from evals.suites import REPO_ROOT, SUITES, EvalJob, assemble_corpus
@@ -98,6 +99,7 @@ def run(dataset: Path, corpus: Path, *, settings: Any, retriever: str = "full", 
     t0 = time.perf_counter()
     llm_run = answers_of(deps) == "llm"
     results = asyncio.run(run_cases(graph, cases, context, llm=llm_run))
+    add_file_ceilings(results, corpus)
     return {
         "dataset": str(dataset), "split": split_of(dataset), "corpus": str(corpus), "retriever": retriever,
         "ranker": context.ranker,

@@ -23,15 +23,17 @@ KS = tuple(range(1, 11))
 STEPS = (
     ("all", "key facts of answerable cases"),
     ("top5", "of cases with a gold file in the top five"),
-    ("candidates", "in the candidates"),
+    ("candidates", "in the top five files (whole text)"),
     ("evidence", "in the evidence pack"),
     ("reader", "in what the LLM reads"),
     ("answer", "in the answer"),
 )
-"""The fact budget's steps, in order. `candidates` (the fused rows before the pack is filled) is not in the
-state the runner scores, so no run JSON records it: the report shows it as n/a."""
+"""The fact budget's steps, in order. `candidates`: the fact is stated anywhere in the first five retrieved files
+(`evals/ceilings.py`, the fact trace's `files_top5`): the ceiling of reading those files; n/a for a run made
+before the runner recorded it."""
 
-LOST_AT = {"top5": "retrieval: no gold file in the top five", "evidence": "pack: not in the evidence",
+LOST_AT = {"top5": "retrieval: no gold file in the top five",
+           "candidates": "retrieval: not stated in the top five files", "evidence": "pack: not in the evidence",
            "reader": "reading: not in what the LLM reads", "answer": "answer: read, not stated"}
 """Where a missed fact dropped out: the step after the last one it reached."""
 
@@ -109,8 +111,8 @@ def facts_of(row: dict[str, Any]) -> list[dict[str, Any]]:
     top5 = bool(row.get("recall_at_5"))
     out = []
     for t in trace:
-        steps = {"top5": top5, "candidates": None, "evidence": t.get("evidence"), "reader": t.get("reader"),
-                 "answer": t.get("answer")}
+        steps = {"top5": top5, "candidates": t.get("files_top5"), "evidence": t.get("evidence"),
+                 "reader": t.get("reader"), "answer": t.get("answer")}
         out.append({"fact": t["fact"], **steps, "lost_at": lost_at(steps)})
     return out
 
@@ -119,7 +121,7 @@ def lost_at(steps: dict[str, bool | None]) -> str | None:
     """The step after the last one the fact reached (unknown steps skipped); None when it is in the answer."""
     if steps.get("answer"):
         return None
-    order = ["top5", "evidence", "reader", "answer"]
+    order = ["top5", "candidates", "evidence", "reader", "answer"]
     reached = [s for s in order if steps.get(s)]
     if not reached:
         return "top5"

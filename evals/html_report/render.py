@@ -72,7 +72,8 @@ def budget(runs: Sequence[Run], scope: str) -> str:
              + "</tr>" + "".join(rows) + "</table>")
     note = ("<p class='small muted'>Share of all key facts of answerable cases (fact count in brackets"
             + ("; macro: the unweighted mean over corpora, counts summed" if scope == MACRO else "")
-            + "). The candidates (the fused rows before the pack is filled) are not recorded in a run JSON.</p>")
+            + "). The top five files: the fact is stated anywhere in the first five retrieved files, the ceiling of "
+            "reading them (n/a for runs made before it was recorded).</p>")
     return svg.funnel(labels, series, f"fact budget · {scope}") + table + note
 
 
