@@ -82,29 +82,45 @@ _FIRST_COMMAND = re.compile(rb'LOTSMAN_DATA_DIR="\$\{LOTSMAN_DATA_DIR:-(?P<data>
 def is_hook_command(line: bytes) -> bool:
     """Whether `line` is a command `hook_command` writes (for any folder, session, data folder and log), or
     one the first hooks had."""
+    return hook_target(line) is not None
+
+
+def hook_target(line: bytes) -> tuple[str, str] | None:
+    """(the folder, the session) a command `hook_command` writes (or the first hooks had) re-indexes; None
+    for any other line."""
     for pattern, first_form in ((_COMMAND, False), (_FIRST_COMMAND, True)):
         if (found := pattern.fullmatch(line)) is not None:
             return _written_as(line, {key: os.fsdecode(value) for key, value in found.groupdict().items()},
                                first_form=first_form)
-    return False
+    return None
 
 
-def _written_as(line: bytes, parts: dict[str, str], *, first_form: bool) -> bool:
-    """Whether `hook_command` writes exactly `line` from the parts a pattern found in it."""
+def _written_as(line: bytes, parts: dict[str, str], *, first_form: bool) -> tuple[str, str] | None:
+    """(root, session) when `hook_command` writes exactly `line` from the parts a pattern found in it."""
     try:
         words = {key: shlex.split(value) for key, value in parts.items()}
     except ValueError:
-        return False
+        return None
     if any(len(words[key]) != 1 for key in ("root", "session", "log", *(() if first_form else ("data",)))):
-        return False
+        return None
     data_dir = parts["data"] if first_form else words["data"][0]
-    again = hook_command(Path(words["root"][0]), words["session"][0], Path(data_dir), Path(words["log"][0]),
-                         runner=words["runner"], first_form=first_form)
-    return os.fsencode(again) == line
+    root, session = words["root"][0], words["session"][0]
+    again = hook_command(Path(root), session, Path(data_dir), Path(words["log"][0]), runner=words["runner"],
+                         first_form=first_form)
+    return (root, session) if os.fsencode(again) == line else None
 
 
 class BlockProblem(ValueError):
     """Lotsman's block in a hook cannot be told apart from the user's lines (the message says where)."""
+
+
+class ForeignBlock(ValueError):
+    """The hook's block re-indexes another folder or session (a shared `core.hooksPath`, an install with
+    another `--session`): replacing it would silently stop that re-index."""
+
+    def __init__(self, root: str, session: str) -> None:
+        super().__init__(f"already re-indexes session '{printable(session)}' from {printable(root)}")
+        self.root, self.session = root, session
 
 
 @dataclass(frozen=True)
@@ -117,6 +133,10 @@ class BlockSpan:
     """Offset just past the end marker's line (its newline included)."""
     created: bool
     """The block says `install` created the hook (`HOOK_NOTE_CREATED`)."""
+    root: str = ""
+    """The folder its command re-indexes."""
+    session: str = ""
+    """The session its command re-indexes."""
 
 
 def _lines(script: bytes) -> list[bytes]:
@@ -156,24 +176,28 @@ def find_block(script: bytes) -> BlockSpan | None:
         raise BlockProblem(f"line {ends[0]} holds lotsman's end marker without its begin marker")
     first, last = begins[0], ends[0]
     inner = [line.rstrip(TRAILING_BLANKS) for line in lines[first:last - 1]]
-    if (last - first != 3 or inner[0] not in (HOOK_NOTE, HOOK_NOTE_CREATED)
-            or not is_hook_command(inner[1])):
+    target = hook_target(inner[1]) if last - first == 3 else None
+    if target is None or inner[0] not in (HOOK_NOTE, HOOK_NOTE_CREATED):
         raise BlockProblem(f"the lotsman block (lines {first}-{last}) was edited")
     return BlockSpan(start=sum(map(len, lines[:first - 1])), end=sum(map(len, lines[:last])),
-                     created=inner[0] == HOOK_NOTE_CREATED)
+                     created=inner[0] == HOOK_NOTE_CREATED, root=target[0], session=target[1])
 
 
 def with_hook_block(script: bytes | None, command: str) -> bytes:
-    """The hook's bytes with our block in it: an earlier block replaced where it is (idempotent), else the
-    block right after the shebang (before any `exit` of the existing hook), else first; a hook that does not
-    exist yet becomes a `/bin/sh` script. Every other byte stays.
+    """The hook's bytes with our block in it: an earlier block of the same folder and session replaced where
+    it is (idempotent; its data folder or runner may differ), else the block right after the shebang (before
+    any `exit` of the existing hook), else first; a hook that does not exist yet becomes a `/bin/sh` script.
+    Every other byte stays.
 
     Raises:
         BlockProblem: see `find_block`.
+        ForeignBlock: the hook's block re-indexes another folder or session.
     """
     if script is None:
         return NEW_HOOK + hook_block(command, created=True)
     span = find_block(script)
+    if span is not None and (span.root, span.session) != hook_target(os.fsencode(command)):
+        raise ForeignBlock(span.root, span.session)
     if span is not None:
         return script[:span.start] + hook_block(command, created=span.created) + script[span.end:]
     if not script.startswith(b"#!"):
@@ -287,11 +311,30 @@ def session_revision(settings: Settings, session: str) -> str | None:
 # ---- commands ----------------------------------------------------------------------------------------------
 
 
+def _checked_session(settings: Settings, session: str) -> None:
+    """Refuse a session built from a git revision (every hook run would fail into the log: an incremental
+    index of the work tree would replace the revision); with the database unreachable, say so and go on (a
+    hook can be installed before the database runs)."""
+    from stores.database import EmbeddedStoppedError
+    from stores.errors import DatabaseUnavailableError, EmbeddedServerError, PgvectorMissingError
+
+    try:
+        revision = session_revision(settings, session)
+    except (DatabaseUnavailableError, EmbeddedServerError, EmbeddedStoppedError, PgvectorMissingError) as exc:
+        _say(f"note: could not ask the database about session '{printable(session)}' "
+             f"({printable(' '.join(str(exc).split()))[:200]}); installing anyway: if the session holds a git "
+             "revision, each hook run fails into the log")
+        return
+    if revision is not None:
+        raise UsageError(f"{revision_refusal(session, revision)}; no hook was changed")
+
+
 def _hook_install(args: argparse.Namespace, settings: Settings) -> int:
     root = _existing_folder(args.path)
     hooks, git_dir = _git_dirs(root)
     log = git_dir / "lotsman-index.log"
     command = hook_command(root, args.session, settings.data_dir, log)
+    _checked_session(settings, args.session)  # first: the hooks are read and written right after
     existing: dict[str, bytes | None] = {}
     edited: dict[str, bytes] = {}
     for name in HOOKS:  # every hook is checked first: a refusal changes nothing
@@ -303,9 +346,13 @@ def _hook_install(args: argparse.Namespace, settings: Settings) -> int:
             edited[name] = with_hook_block(existing[name], command)
         except BlockProblem as exc:
             raise UsageError(by_hand(path, exc, "install")) from None
-    if (revision := session_revision(settings, args.session)) is not None:
-        # every hook run would fail into the log: an incremental index of the work tree would replace the revision
-        raise UsageError(f"{revision_refusal(args.session, revision)}; no hook was changed")
+        except ForeignBlock as exc:
+            raise UsageError(f"{name} {exc}: uninstall it there first (`lotsman hook uninstall "
+                             f"{printable(shlex.quote(exc.root))}`); no hook was changed") from None
+    if not _inside(hooks, git_dir):
+        _say(f"note: the hooks folder {printable(str(hooks))} (core.hooksPath) is outside this repository's git "
+             "folder: every repository using it runs these hooks, and they re-index only "
+             f"{printable(str(root))}")
     hooks.mkdir(parents=True, exist_ok=True)
     for name in HOOKS:
         path = hooks / name
@@ -322,18 +369,27 @@ def _hook_install(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _hook_uninstall(args: argparse.Namespace, settings: Settings) -> int:
+    """Remove this repository's blocks (of any session) from the hooks; a block of another repository (a
+    shared `core.hooksPath`) stays, and is named."""
     root = _existing_folder(args.path)
     hooks, _ = _git_dirs(root)
     edited: dict[Path, bytes | None] = {}
+    others = 0
     for name in HOOKS:  # every hook is checked first: a refusal changes nothing
         path = hooks / name
         if not path.is_file():
             continue
         script = path.read_bytes()
         try:
+            span = find_block(script)
             rest = without_hook_block(script)
         except BlockProblem as exc:
             raise UsageError(by_hand(path, exc, "uninstall")) from None
+        if span is not None and span.root != str(root):
+            others += 1
+            _say(f"left {printable(str(path))}: its lotsman block re-indexes session '{printable(span.session)}' "
+                 f"from {printable(span.root)} (run `lotsman hook uninstall` there)")
+            continue
         if rest == script:
             continue
         if path.is_symlink():
@@ -347,9 +403,13 @@ def _hook_uninstall(args: argparse.Namespace, settings: Settings) -> int:
         else:
             _write_hook(path, rest)
             _say(f"removed the lotsman block from {printable(str(path))}")
-    if not edited:
+    if not edited and not others:
         _say(f"no hook in {printable(str(hooks))} holds a lotsman block: nothing to uninstall")
     return 0
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.resolve())
 
 
 def runner_files(git_dir: Path, session: str) -> tuple[Path, Path]:

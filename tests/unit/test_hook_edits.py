@@ -210,8 +210,9 @@ def test_a_non_utf8_hook_in_another_language_is_refused_by_name(repo: Path,
 
 def test_a_block_the_first_hook_install_wrote_is_still_ours(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The first hooks did not shell-quote the data folder: their block is replaced and removed, not refused."""
-    first = (b'LOTSMAN_DATA_DIR="${LOTSMAN_DATA_DIR:-/home/u/.lotsman}" nohup /venv/bin/lotsman hook run /repo '
-             b"--session s >> /repo/.git/lotsman-index.log 2>&1 < /dev/null &")
+    here = bytes(repo.resolve())
+    first = (b'LOTSMAN_DATA_DIR="${LOTSMAN_DATA_DIR:-/home/u/.lotsman}" nohup /venv/bin/lotsman hook run ' + here +
+             b" --session s >> " + here + b"/.git/lotsman-index.log 2>&1 < /dev/null &")
     block = b"\n".join([BEGIN, b"# `lotsman hook uninstall` removes this block", first, END]) + b"\n"
     path = user_hook(repo, b"#!/bin/sh\n" + block + PLAIN[len(b"#!/bin/bash\n"):])
     code, _, err = run(capsys, "hook", "install", str(repo), "--session", "s")
@@ -220,5 +221,83 @@ def test_a_block_the_first_hook_install_wrote_is_still_ours(repo: Path, capsys: 
     code, _, err = run(capsys, "hook", "uninstall", str(repo))
     assert code == 0, err
     assert path.read_bytes() == b"#!/bin/sh\nmake lint\nexit 0\n"
-    path.write_bytes(b"#!/bin/sh\n" + block.replace(b"/repo --session", b"/repo -v --session"))
+    path.write_bytes(b"#!/bin/sh\n" + block.replace(here + b" --session", here + b" -v --session"))
     assert one_error_line(*run(capsys, "hook", "uninstall", str(repo))[::2])
+
+
+# ---- review of issue 37: a block of another repository or session; the database asked first ---------------
+
+
+def _foreign_block(root: str, session: str) -> bytes:
+    from graph.cli_hook import hook_block, hook_command
+
+    return hook_block(hook_command(Path(root), session, Path("/old-data-dir"), Path(root) / ".git/lotsman-index.log",
+                                   runner=["lotsman"]))
+
+
+@pytest.mark.parametrize(("other_root", "other_session"), [("/a", "sa"), (None, "sa")],
+                         ids=["another-repository", "another-session"])
+def test_install_refuses_a_block_of_another_repository_or_session(
+        repo: Path, capsys: pytest.CaptureFixture[str], other_root: str | None, other_session: str) -> None:
+    """A shared `core.hooksPath`, or a reinstall with another `--session`: install replaced the other block
+    silently (that repository or session was no longer re-indexed)."""
+    root = other_root or str(repo.resolve())
+    path = user_hook(repo, b"#!/bin/sh\n" + _foreign_block(root, other_session) + b"echo mine\n")
+    before = hooks_now(repo)
+    line = one_error_line(*run(capsys, "hook", "install", str(repo), "--session", "s")[::2])
+    assert f"post-commit already re-indexes session '{other_session}' from {root}: uninstall it there first" in line
+    assert hooks_now(repo) == before and path.read_bytes().count(BEGIN) == 1
+    assert main(["hook", "install", str(repo), "--session", "s"]) == 2
+
+
+def test_reinstalling_the_same_repository_and_session_replaces_the_block(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = user_hook(repo, b"#!/bin/sh\n" + _foreign_block(str(repo.resolve()), "s") + b"echo mine\n")
+    code, _, err = run(capsys, "hook", "install", str(repo), "--session", "s")
+    assert code == 0, err
+    assert b"/old-data-dir" not in path.read_bytes() and path.read_bytes().count(BEGIN) == 1  # new data folder
+
+
+def test_uninstall_leaves_another_repositorys_block(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Uninstall in one repository of a shared hooks folder removed the other repository's block too."""
+    own = b"#!/bin/sh\n" + _foreign_block("/a", "sa") + b"echo mine\n"
+    path = user_hook(repo, own)
+    code, out, err = run(capsys, "hook", "uninstall", str(repo))
+    assert code == 0, err
+    assert path.read_bytes() == own
+    assert "session 'sa' from /a" in out and "removed" not in out, out
+
+
+def test_a_shared_hooks_folder_is_noted(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shared = tmp_path / "shared-hooks"
+    subprocess.run(["git", "-C", str(repo), "config", "core.hooksPath", str(shared)], check=True)
+    code, out, err = run(capsys, "hook", "install", str(repo), "--session", "s")
+    assert code == 0, err
+    assert (shared / "post-commit").exists()
+    assert "outside this repository's git folder" in out, out
+
+
+def test_install_asks_the_database_first_and_installs_without_it(repo: Path, capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The database was asked after every hook was read; unreachable, it stopped the install."""
+    import graph.cli_hook as cli_hook
+    from stores.errors import DatabaseUnavailableError
+
+    asked: list[bool] = []
+    real_read = Path.read_bytes
+
+    def down(settings, session):  # type: ignore[no-untyped-def]
+        asked.append(True)
+        raise DatabaseUnavailableError("cannot connect to PostgreSQL at postgresql://u@10.0.0.1:1/x")
+
+    def read_bytes(self: Path) -> bytes:
+        assert asked or self.name not in HOOKS, "a hook was read before the database was asked"
+        return real_read(self)
+
+    monkeypatch.setattr(cli_hook, "session_revision", down)
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    user_hook(repo, PLAIN)
+    code, out, err = run(capsys, "hook", "install", str(repo), "--session", "s")
+    assert code == 0, err
+    assert asked and "note:" in out and "database" in out, out
+    assert BEGIN in real_read(hook(repo))

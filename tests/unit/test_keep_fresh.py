@@ -112,13 +112,23 @@ def test_install_adds_our_block_before_the_hooks_own_lines(existing: bytes | Non
     assert with_hook_block(existing, COMMAND) == expected
 
 
-def test_install_is_idempotent_and_replaces_an_older_block() -> None:
+def test_install_is_idempotent_and_replaces_an_older_block_of_the_same_folder_and_session() -> None:
+    """A reinstall (another data folder, another runner) replaces the block; a block of another folder or
+    session is refused (a shared `core.hooksPath`, another `--session`): replacing it stopped that re-index."""
+    from graph.cli_hook import ForeignBlock
+
     own = b"#!/bin/sh\necho mine\n"
-    other = hook_command(Path("/old"), "t", Path("/data"), Path("/old/.git/lotsman-index.log"), runner=["lotsman"])
-    once = with_hook_block(own, other)
+    older = hook_command(Path("/repo"), "s", Path("/old-data"), Path("/repo/.git/lotsman-index.log"),
+                         runner=["/old/venv/bin/lotsman"])
+    once = with_hook_block(own, older)
     twice = with_hook_block(with_hook_block(once, COMMAND), COMMAND)
     assert twice.count(HOOK_BEGIN) == 1 and twice.count(HOOK_END) == 1
     assert b"/old" not in twice and twice == with_hook_block(own, COMMAND)
+    for root, session in (("/other", "s"), ("/repo", "t")):
+        other = hook_command(Path(root), session, Path("/data"), Path(root) / ".git/lotsman-index.log",
+                             runner=["lotsman"])
+        with pytest.raises(ForeignBlock, match=f"already re-indexes session '{session}' from {root}"):
+            with_hook_block(with_hook_block(own, other), COMMAND)
 
 
 def test_uninstall_gives_back_the_hook_as_it_was() -> None:
