@@ -20,9 +20,12 @@ import pytest
 from langgraph_sdk import get_client
 from psycopg import sql
 
+from stores.indexing.files import git_blob_sha
 from tests.e2e.conftest import DevServer, running_dev_server
 
 TOKEN = "index-cancel-e2e-token"
+HANG_S = 120.0
+"""Hang guards only: the test waits for what the job does, not for a time."""
 NEW_FILES = 600
 """Uncancelled, the job ran ~16 s here (2 cores; it committed 14.6 s after the cancel before the fix)."""
 QUERY = "harbour pilot ladder"
@@ -67,6 +70,15 @@ def _rows_under(db, name: str, prefix: str) -> int:  # type: ignore[no-untyped-d
     return int(row[0]) if row else 0
 
 
+def _cached(db, shas: list[str]) -> int:  # type: ignore[no-untyped-def]
+    """Files of the new snapshot in the blob cache: the job stores each file there as its rows are written
+    (every 32 files or 2 s), so a count above 0 says the job is embedding and writing."""
+    with db.connection() as conn:
+        row = conn.execute("SELECT count(DISTINCT blob_sha) FROM rag_blob_cache WHERE blob_sha = ANY(%s)",
+                           (shas,)).fetchone()
+    return int(row[0]) if row else 0
+
+
 def _jobs(db, name: str) -> list[dict]:  # type: ignore[no-untyped-def]
     session = _session(db, name)
     with db.connection() as conn:
@@ -94,28 +106,31 @@ async def test_runs_cancel_stops_the_index_job_and_keeps_the_previous_index(dev_
     thread = await client.threads.create()
     run = await client.runs.create(thread["thread_id"], "lotsman_index",
                                    input={"path": str(new), "session": name, "incremental": False})
-    deadline = time.monotonic() + 60
-    while not (len(_jobs(db, name)) == 2 and _jobs(db, name)[-1]["status"] == "running"):
+    shas = [git_blob_sha(page.read_bytes()) for page in (new / "guide").iterdir()]
+    deadline = time.monotonic() + HANG_S  # a hang guard: the steps below wait for events, not for time
+    while _cached(db, shas) == 0:  # the job is embedding and writing (the first files reached the cache)
         assert time.monotonic() < deadline, _jobs(db, name)
-        await asyncio.sleep(0.2)
-    await asyncio.sleep(1)  # into the embedding
+        await asyncio.sleep(0.1)
     during = _retrieved_paths(db, name)
-    assert _jobs(db, name)[-1]["status"] == "running"  # (else the machine was too fast for this test)
+    assert _jobs(db, name)[-1]["status"] == "running"  # most of its 600 files are still to embed
     assert during == before
 
     t0 = time.perf_counter()
     await client.runs.cancel(thread["thread_id"], run["run_id"], wait=True)
-    while _jobs(db, name)[-1]["status"] == "running" and time.perf_counter() - t0 < 60:
+    while _jobs(db, name)[-1]["status"] == "running":
+        assert time.perf_counter() - t0 < HANG_S, "the cancelled job never ended"
         await asyncio.sleep(0.1)
     stopped_s = time.perf_counter() - t0
     job = _jobs(db, name)[-1]
-    print(f"runs.cancel: job {job['status']} {stopped_s:.2f}s after the cancel: {job['error']}")
+    cached = _cached(db, shas)
+    print(f"runs.cancel: job {job['status']} {stopped_s:.2f}s after the cancel, {cached} of {NEW_FILES} files "
+          f"embedded: {job['error']}")
 
     # before the fix: the run showed `interrupted` and the job went on to commit (status done)
     assert job["status"] == "failed" and job["error"].startswith("cancelled"), job
-    assert stopped_s < 30
+    assert cached < NEW_FILES  # it stopped part way, not after embedding everything
     await asyncio.sleep(2)
-    assert _jobs(db, name)[-1] == job  # nothing went on after the cancel
+    assert _jobs(db, name)[-1] == job and _cached(db, shas) == cached  # nothing went on after the cancel
     assert _retrieved_paths(db, name) == before
     assert _rows_under(db, name, "guide/") == 0
     assert _session(db, name).active_generation == 1
