@@ -33,6 +33,8 @@ from stores.errors import IndexingError, IndexInterruptedError, LotsmanError, Se
 from stores.indexing import cache, jobs, writer
 from stores.indexing.code_pipeline import CodeParseError
 from stores.indexing.files import (
+    EMPTY_FILE,
+    EMPTY_WHITESPACE,
     LARGE_HINT,
     CollectedFiles,
     SkippedFile,
@@ -643,13 +645,16 @@ def index_changes(
     def body(report: IndexReport, job: _Job) -> None:
         report.files_seen = len(upserts) + len(deletes)
         sources: list[SourceFile] = []
+        emptied: list[str] = []
         for path in upserts:
             got = read_source_file(root, path, max_bytes=max_bytes)
             if isinstance(got, SkippedFile):
                 report.add_skips([got])
+                if _emptied(got):
+                    emptied.append(path)
             else:
                 sources.append(got)
-        apply(report, job, sources, upserts, deletes)
+        apply(report, job, sources, [p for p in upserts if p not in emptied], [*deletes, *emptied])
 
     return _run_job(db, session, "changes", body, cancel)
 
@@ -673,9 +678,9 @@ def _folder_diff_body(
             indexed = writer.indexed_blobs(conn, current.table, current.rag_session_id, current.active_generation)
         shas = {f.path: f.blob_sha for f in collected.files}
         upserts = [p for p, sha in shas.items() if indexed.get(p) != sha]
-        # A file still present but now skipped (turned binary, empty, too large) keeps its last good rows,
-        # like a file that fails to parse: only files gone from the tree are deleted.
-        skipped_now = {s.path for s in collected.skipped}
+        # A file still present but now skipped (turned binary, too large) keeps its last good rows, like a
+        # file that fails to parse: only files gone from the tree, or emptied (`_emptied`), are deleted.
+        skipped_now = {s.path for s in collected.skipped if not _emptied(s)}
         deletes = [p for p in indexed if p not in shas and p not in skipped_now]
         # Files that produce no rows are never "indexed": skip them when the cache already knows them.
         upserts = _drop_known_empty(db, collected.files, upserts, embedder)
@@ -685,6 +690,13 @@ def _folder_diff_body(
         apply(report, job, [f for f in collected.files if f.path in wanted], upserts, deletes)
 
     return body
+
+
+def _emptied(skip: SkippedFile) -> bool:
+    """A file skipped because it is now empty (or whitespace only): unlike a file that turned binary or fails
+    to parse mid-edit, it says what it holds, nothing, so its old rows go (answers cited lines no longer
+    there)."""
+    return skip.reason in (EMPTY_FILE, EMPTY_WHITESPACE)
 
 
 def _changes_body(
