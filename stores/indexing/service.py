@@ -804,13 +804,11 @@ def index_repository(
             folder whose working tree the session's live index was built from (`unchanged.size_accepted`).
             A folder's count stops at the limit + 1; a revision's is read from `git ls-tree`.
         cancel: set from another thread to stop the job at its next batch (a file walked or read, parsed,
-            embedded or written; the no-op check's walk too): it rolls back, its job row is failed with
-            `jobs.CANCELLED`, the session keeps its previous index, and `IndexCancelledError` is raised. The
-            last check is inside the committing transaction, just before its commit; set after that, it
-            changes nothing (the job is done, and a warning is logged).
+            embedded or written; the no-op check's walk too; last just before the commit): it rolls back, its
+            row is failed with `jobs.CANCELLED`, the session keeps its previous index, `IndexCancelledError`
+            is raised. Set after the commit, it changes nothing (the job is done; a warning is logged).
         large_hint: what a refusal tells the caller to pass (`files.LARGE_HINT`: the graph's `allow_large`).
-        size_checked: the caller has just run `unchanged.check_source_size` itself (`lotsman index`, before its
-            no-op check): the folder is not counted twice.
+        size_checked: the caller has just asked `unchanged.check_source_size` (`lotsman index`): not twice.
 
     Raises:
         IndexingError: a `ref` that names no commit, a `root` that is not a git repository with `ref`, a
