@@ -75,6 +75,19 @@ SINGLE_SIGNAL_ANCHORS: dict[AnchorSignal, dict[str, Any]] = {
             "general_qa_grounded_summary",
             id="seed000-§4-general-wins-over-find",
         ),
+        # issue 41 item 4: our layer profiles (relation graph, policy rules) come after the seed's invariant
+        pytest.param(
+            GENERAL,
+            {"relation_predicates": ["calls"], "entity_names": ["RagSession"]},
+            "general_qa_grounded_summary",
+            id="seed000-§4-general-wins-over-our-relation-profile",
+        ),
+        pytest.param(
+            GENERAL,
+            {"policy_markers": ["rules"]},
+            "general_qa_grounded_summary",
+            id="seed000-§4-general-wins-over-our-policy-profile",
+        ),
         pytest.param(FIND, {}, "file_lookup", id="seed000-§4-find-files"),
         pytest.param(
             FIND,
@@ -255,6 +268,13 @@ def test_seed000_s8_every_profile_is_covered() -> None:
                 "process_subdomain": "refunds",
             },
             id="seed000-§9-general-keeps-hints-ignores-domain",
+        ),
+        # our fallback routes "в общих чертах" / "in general" questions GENERAL_QA even with aliases and
+        # entities (issue 41 item 4): the general plan stays the seed's, no anchor narrows it
+        pytest.param(
+            {"matched_aliases": ["logging", "processors"], "entity_names": ["TimeStamper"],
+             "file_names": ["docs/api/x.md"], "relation_predicates": ["calls"], "policy_markers": ["rules"]},
+            id="seed000-§9-general-ignores-aliases-entities-files",
         ),
     ],
 )
