@@ -119,7 +119,9 @@ def apply_choice(analysis: Analysis, choice: dict[str, Any] | None) -> Analysis 
     """The analysis with the model's choice applied, or None when the choice is not usable.
 
     Usable means: `sufficient` is a boolean; when true, at least one valid passage number (1-based,
-    within the pool; repeats and unknown numbers are dropped). At most MAX_CHOSEN are kept.
+    within the pool; repeats and unknown numbers are dropped). At most MAX_CHOSEN are kept. A reply whose
+    numbers are all outside the pool is not usable either way: a 0.5B model answered `[289, 344]` and
+    `sufficient: false` over 12 passages, and the request abstained with the answer in its evidence.
     """
     if not isinstance(choice, dict) or not isinstance(choice.get("sufficient"), bool):
         return None
@@ -131,6 +133,8 @@ def apply_choice(analysis: Analysis, choice: dict[str, Any] | None) -> Analysis 
                 and n not in picked:
             picked.append(n)
     picked = picked[:MAX_CHOSEN]
+    if numbers and not picked:  # only passages it was not shown: a confused reply, not a verdict
+        return None
     if not choice["sufficient"]:
         return analysis.model_copy(update={"sufficient": False, "spans": [], "analysed_by": "llm"})
     if not picked:

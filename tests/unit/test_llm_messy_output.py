@@ -194,3 +194,15 @@ def test_a_cut_off_answer_keeps_its_complete_sentences(text: str, finish: str | 
 ])
 def test_the_wrong_language_is_told_by_the_answers_own_prose(text: str, language: str, wrong: bool) -> None:
     assert wrong_language(text, language) is wrong
+
+
+def test_a_choice_of_passages_that_do_not_exist_is_unusable_whatever_it_says_of_sufficiency() -> None:
+    """Recorded from the local 0.5B model (click ck-001): `{"passages": [289, 344], "sufficient": false}` over a
+    pool of 12 passages. A reply that names only passages it was not shown is confused, not a verdict: the
+    rules' analysis stands (before, the request abstained with evidence in hand)."""
+    from nodes.context_analysis.llm import apply_choice
+
+    assert apply_choice(ANALYSIS, {"passages": [289, 344], "sufficient": False, "conflicts": ["confirm"]}) is None
+    for honest in ({"passages": [], "sufficient": False}, {"passages": [2, 99], "sufficient": False}):
+        verdict = apply_choice(ANALYSIS, honest)
+        assert verdict is not None and verdict.sufficient is False, "a plain 'nothing answers it' still counts"
