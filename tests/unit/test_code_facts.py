@@ -78,7 +78,7 @@ CASES = [
      @click.option("--count", "-c", default=1, help="Number of greetings.")
      def hello(count):
          pass
-     """, ("option", "--count -c", "pkg.mod", 3, 3, "1", "Number of greetings.")),
+     """, ("option", "--count -c", "pkg.mod.hello", 3, 3, "1", "Number of greetings.")),
     ("typer option as a default", """
      import typer
      def main(name: str = typer.Option("World", "--name", help="Who to greet")):
@@ -191,3 +191,29 @@ def test_an_annotation_in_a_plain_class_is_not_a_required_field() -> None:
 def test_a_translated_message_is_read_inside_its_call() -> None:
     source = "def f(name):\n    if not name:\n        raise TypeError(_(\"'name' is required\"))\n"
     assert ("raise", "TypeError", "pkg.mod.f", 2, 3, "'name' is required", "not name") in _facts(source)
+
+
+def test_writes_to_the_environment_are_not_reads() -> None:
+    source = "import os\nos.environ['A'] = '1'\ndel os.environ['B']\nos.environ.pop('C', None)\nx = os.environ['D']\n"
+    assert [(f[0], f[1]) for f in _facts(source)] == [("env", "D")]
+
+
+@pytest.mark.parametrize("source", [
+    "class Handler(Base):\n    name: str\n",
+    "from dataclasses import dataclass\nfrom typing import ClassVar\n"
+    "@dataclass\nclass A:\n    registry: ClassVar[dict]\n",
+])
+def test_annotations_that_declare_no_field(source: str) -> None:
+    assert [f for f in _facts(source) if f[0] == "field"] == []
+
+
+def test_type_declarations_and_one_letter_names_are_not_constants() -> None:
+    source = "from typing import TypeVar\nT = TypeVar('T')\nX = 1\nLIMIT = 10\n"
+    assert [(f[0], f[1]) for f in _facts(source)] == [("constant", "LIMIT")]
+
+
+def test_a_module_too_deep_to_walk_keeps_its_other_rows() -> None:
+    source = "X = " + " + ".join(['"a"'] * 600) + "\ndef f(timeout=3):\n    pass\n"
+    result = index_python("deep.py", source)
+    layers = {r.layer for r in result.records}
+    assert Layer.C1_SYMBOL_CATALOG in layers and Layer.C7_CODE_FACTS not in layers

@@ -47,6 +47,13 @@ FIELD_CALLS = frozenset({"field", "Field", "ib", "attrib", "attr.ib", "attrs.fie
 OPTION_CALLS = frozenset({"option", "argument", "add_argument", "Option", "Argument", "add_option"})
 """Calls (by their last name) that declare command-line options: click, typer, argparse, optparse."""
 ENV_GETTERS = frozenset({"getenv", "getenvb"})
+DECLARATIVE_NAMES = frozenset({"dataclass", "define", "frozen", "mutable", "attrs", "s", "BaseModel", "BaseSettings",
+                               "TypedDict", "NamedTuple", "Struct", "SQLModel", "Schema"})
+"""Decorators and bases (by their last name) of classes whose annotated attributes declare fields: dataclasses,
+attrs (`@define`, `@attr.s`), pydantic, TypedDict, NamedTuple, msgspec. In any other class an annotation only
+types an attribute that `__init__` sets."""
+NOT_CONSTANT_CALLS = frozenset({"TypeVar", "ParamSpec", "TypeVarTuple", "NewType"})
+"""Module-level names that look like constants but declare types."""
 
 FACT_KINDS = ("parameter", "field", "option", "constant", "raise", "env", "message")
 
@@ -183,14 +190,14 @@ class _Collector(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for decorator in node.decorator_list:
             self.visit(decorator)
-        self.declarative.append(bool(node.decorator_list or node.bases))
+        self.declarative.append(_declarative(node))
         self._enter(node.name, True, node.body)
         self.declarative.pop()
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.scope.append(node.name)  # its decorators' facts are its own (`@click.option` of a command)
         for decorator in node.decorator_list:
             self.visit(decorator)
-        self.scope.append(node.name)
         self._parameters(node.args)
         self.scope.pop()
         for default in (*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)):
@@ -248,8 +255,8 @@ class _Collector(ast.NodeVisitor):
             name = node.target.id
             if self.class_depth[-1]:
                 self._field(node, name)
-            elif len(self.scope) == 1 and CONSTANT_NAME.match(name) and node.value is not None:
-                self.add("constant", name, node, _segment(self.context, node.value))
+            elif len(self.scope) == 1 and _constant(name, node.value):
+                self.add("constant", name, node, _segment(self.context, node.value))  # type: ignore[arg-type]
         self.generic_visit(node)
 
     def _field(self, node: ast.AnnAssign, name: str) -> None:
@@ -260,16 +267,16 @@ class _Collector(ast.NodeVisitor):
                 value_node = _keyword(node.value, "default") or _keyword(node.value, "default_factory") or (
                     node.value.args[0] if node.value.args else None)
             value = None if value_node is None or _is_ellipsis(value_node) else _segment(self.context, value_node)
-        elif not self.declarative[-1]:
+        elif not self.declarative[-1] or _is_classvar(node.annotation):
             return
-        kind = "constant" if CONSTANT_NAME.match(name) and value is not None else "field"
+        kind = "constant" if _constant(name, node.value) and value is not None else "field"
         self.add(kind, name, node, value)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         at_module, in_class = len(self.scope) == 1, self.class_depth[-1]
         if at_module or in_class:
             for target in node.targets:
-                if isinstance(target, ast.Name) and CONSTANT_NAME.match(target.id):
+                if isinstance(target, ast.Name) and _constant(target.id, node.value):
                     self.add("constant", target.id, node, _segment(self.context, node.value))
         self.generic_visit(node)
 
@@ -288,7 +295,7 @@ class _Collector(ast.NodeVisitor):
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         target = dotted_name(node.value) or ""
-        if target.rsplit(".", 1)[-1] == "environ" and _is_str(node.slice):
+        if target.rsplit(".", 1)[-1] == "environ" and _is_str(node.slice) and isinstance(node.ctx, ast.Load):
             self.add("env", node.slice.value, node)  # type: ignore[attr-defined]
         self.generic_visit(node)
 
@@ -297,7 +304,7 @@ class _Collector(ast.NodeVisitor):
         last = name.rsplit(".", 1)[-1]
         receiver = name.rsplit(".", 1)[0] if "." in name else ""
         if node.args and _is_str(node.args[0]) and (
-                (last in {"get", "setdefault", "pop"} and receiver.rsplit(".", 1)[-1] == "environ")
+                (last in {"get", "setdefault"} and receiver.rsplit(".", 1)[-1] == "environ")
                 or last in ENV_GETTERS):
             default = node.args[1] if len(node.args) > 1 else _keyword(node, "default")
             self.add("env", node.args[0].value, node,  # type: ignore[attr-defined]
@@ -321,6 +328,24 @@ class _Collector(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+def _declarative(node: ast.ClassDef) -> bool:
+    names = [dotted_name(d.func if isinstance(d, ast.Call) else d) or "" for d in node.decorator_list]
+    names += [dotted_name(b.value if isinstance(b, ast.Subscript) else b) or "" for b in node.bases]
+    return any(n.rsplit(".", 1)[-1] in DECLARATIVE_NAMES for n in names)
+
+
+def _is_classvar(annotation: ast.expr) -> bool:
+    target = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    return (dotted_name(target) or "").rsplit(".", 1)[-1] == "ClassVar"
+
+
+def _constant(name: str, value: ast.expr | None) -> bool:
+    """An UPPER_CASE name of two or more characters bound to a value that is not a type declaration."""
+    if len(name.strip("_")) < 2 or not CONSTANT_NAME.match(name) or value is None:
+        return False
+    return not (isinstance(value, ast.Call) and _call_name(value).rsplit(".", 1)[-1] in NOT_CONSTANT_CALLS)
+
+
 def _is_option_call(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and _call_name(node).rsplit(".", 1)[-1] in OPTION_CALLS
 
@@ -341,8 +366,11 @@ def _flags(call: ast.Call) -> list[str]:
 def collect_facts(context: ModuleContext) -> list[CodeFact]:
     """Every fact of the module in line order (at most `MAX_FACTS_PER_FILE`)."""
     collector = _Collector(context)
-    for statement in context.tree.body:
-        collector.visit(statement)
+    try:
+        for statement in context.tree.body:
+            collector.visit(statement)
+    except RecursionError:  # an absurdly nested expression: the file keeps its C0–C3 rows, without facts
+        return []
     facts = sorted(collector.facts, key=lambda f: (f.start, f.end, f.kind, f.name))
     return facts[:MAX_FACTS_PER_FILE]
 
