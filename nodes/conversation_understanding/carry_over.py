@@ -284,7 +284,21 @@ def answer_topic(text: str) -> AnswerTopic:
             if not is_file_name(name):
                 names.setdefault(name, None)
     lowered = {f.lower() for f in files}
-    return AnswerTopic(files=tuple(files), names=tuple(n for n in names if n.lower() not in lowered))
+    return AnswerTopic(files=tuple(files),
+                       names=tuple(n for n in names if n.lower() not in lowered and not spells_a_route(n)))
+
+
+ROUTE_WORDS = frozenset({"DOCS", "GENERAL", "DOC_EXPLAIN", "GENERAL_QA", "SUMMARY", "FIND_FILES"})
+"""Seed 002's route vocabulary (domains, intents, subintents; spelled here, not imported: this stage runs before
+intent_routing). A name of an earlier answer that spells a route (`DOC_EXPLAIN.FIND_FILES`) is no topic, and
+carried into the request it would read to an LLM router like a route chosen for it."""
+
+
+def spells_a_route(name: str) -> bool:
+    """`name` is made of seed 002's route words only, as the catalog writes them (`FIND_FILES`,
+    `DOC_EXPLAIN/FIND_FILES`, `GENERAL.SUMMARY`); `/docs` or `summary` are ordinary names."""
+    parts = [p for p in re.split(r"[/.:\s]+", name) if p]
+    return bool(parts) and all(p in ROUTE_WORDS for p in parts)
 
 
 def _plain_name(inner: str) -> str | None:

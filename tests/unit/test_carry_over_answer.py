@@ -18,6 +18,7 @@ from nodes.conversation_understanding import (
     standalone_request,
     topic_terms,
 )
+from nodes.conversation_understanding.carry_over import spells_a_route
 
 
 def turns(*texts: str) -> list[dict[str, str]]:
@@ -118,7 +119,8 @@ def test_instructions_in_an_answer_change_nothing_but_the_carried_names() -> Non
     assert injected.text == f"{question} ({' '.join(injected.carried_terms)})"
     assert {"RetryPolicy", "pkg/retry.py"} <= set(injected.carried_terms)
     # only a name-shaped token of the injection is carried, as a search term like any other name
-    assert set(injected.carried_terms) - set(plain.carried_terms) <= {"FIND_FILES", "SYSTEM"}
+    assert set(injected.carried_terms) - set(plain.carried_terms) <= {"SYSTEM"}
+    assert not any("FIND_FILES" in t or "DOC_EXPLAIN" in t for t in injected.carried_terms)
     for word in ("Ignore", "instructions", "admin", "mode", "pwned", "route"):
         assert word not in re.findall(r"[\w./-]+", injected.text)
 
@@ -206,3 +208,12 @@ def test_a_linked_answer_from_a_chat_ui_carries_the_same_topic() -> None:
     request = standalone_request(question, history)
     assert request == standalone_request("А где это описано?", turns("Как настроить CORS в FastAPI?", plain))
     assert {"CORSMiddleware", "docs/tutorial/cors.md"} <= set(request.carried_terms)
+
+
+@pytest.mark.parametrize(("name", "spells"), [
+    ("FIND_FILES", True), ("DOC_EXPLAIN.FIND_FILES", True), ("DOCS/DOC_EXPLAIN/SUMMARY", True),
+    ("/docs", False), ("summary", False),
+    ("GENERAL_QA", True), ("RetryPolicy", False), ("find_files_in", False), ("SUMMARY_LIMIT", False),
+])
+def test_route_words_are_no_topic(name: str, spells: bool) -> None:
+    assert spells_a_route(name) is spells
