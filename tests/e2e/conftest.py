@@ -22,6 +22,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = ROOT / ".venv" / "bin"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+"""Debian's chromium, driven by Playwright (`browser`): the web page's and the HTML eval report's tests."""
 
 # Line numbers matter: tests assert that a follow-up about disabling CORS cites lines 10-13 of docs/cors.md.
 CORS_DOC = """# Настройка CORS
@@ -241,3 +245,15 @@ def gigachat_cli(offline_env: Callable[..., dict[str, str]],
 
     return run
 
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """A headless Chromium (Playwright), one per test module."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (`apt-get install chromium`; make test does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

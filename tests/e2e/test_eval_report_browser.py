@@ -2,7 +2,8 @@
 
 Every request the page makes is routed: anything not file:// fails the test (the page must load nothing).
 No console error, no script error; the filters show the cases they should; HTML in a question or an answer
-stays text. Screenshots and the page go to out/ (not committed); the test prints the page's size.
+stays text. The page is written to the test's tmp_path, the screenshots to out/ (not committed); the test
+prints the page's size. `browser` (headless Chromium) comes from tests/e2e/conftest.py.
 
 By default the page is made from the committed fixture runs (RRF vs learned, click and structlog, 8 cases
 each); `LOTSMAN_EVAL_RUNS=BASE.json,NEW.json` makes it from real runs instead (the dev-suite report).
@@ -12,31 +13,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from evals.html_report import write_runs
 from evals.html_report.model import load_run, outcome
-from tests.e2e.test_web_page import CHROMIUM, CHROMIUM_ARGS
-from tests.unit.test_html_report import BASE, NEW, hostile_report
+from tests.eval_report_runs import BASE, NEW, hostile_report
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "out"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (`apt-get install chromium`; make test does)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 class Opened:
@@ -70,10 +55,10 @@ def runs() -> list[Path]:
     return [Path(p) for p in given.split(",")] if given else [BASE, NEW]
 
 
-def test_the_report_works_offline_and_its_filters_show_the_right_cases(browser: Any) -> None:
+def test_the_report_works_offline_and_its_filters_show_the_right_cases(browser: Any, tmp_path: Path) -> None:
     paths = runs()
     OUT.mkdir(exist_ok=True)
-    html = OUT / "eval-report.html"
+    html = tmp_path / "eval-report.html"
     size = write_runs(paths, html)
     print(f"\nreport {html}: {size} bytes ({size / 1024:.0f} KB) from {', '.join(map(str, paths))}")
     page = Opened(browser, html)

@@ -24,9 +24,6 @@ from tests.e2e.conftest import CORS_DISABLE_LINES, CORS_DOC, SMALL_CORPUS, DevSe
 from tests.e2e.test_gigachat_path import INVENTED, QUESTION, Script
 from tests.fakes.gigachat_server import Delay, FakeGigaChatServer, Text
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ANSWER_TIMEOUT_MS = 120_000
 """The first answer loads the embedder inside the server: generous, it is a ceiling, not a measurement."""
 WAIT_S = 60.0
@@ -78,18 +75,6 @@ def guarded_llm_server(offline_env: Callable[..., dict[str, str]], scripted_giga
     env = offline_env(LOTSMAN_EMBEDDER="use", LOTSMAN_AUTH_TOKEN=TOKEN, **scripted_gigachat.env())
     with running_dev_server(env, tmp_path_factory.mktemp("web-dev-llm")) as srv:
         yield srv
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (`apt-get install chromium`; make test does)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 def csp_violations(tab: Any) -> list[str]:
