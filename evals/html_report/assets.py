@@ -23,7 +23,7 @@ details.case>summary{cursor:pointer}
 [hidden]{display:none!important}
 .badge{display:inline-block;border-radius:9px;padding:0 7px;font-size:12px;margin-left:4px;color:#fff}
 .o-all-facts,.o-rightly-abstained{background:#15803d}.o-some-facts{background:#ca8a04}
-.o-no-facts,.o-wrongly-abstained,.o-answered-unanswerable{background:#b91c1c}
+.o-no-facts,.o-wrongly-abstained,.o-answered-unanswerable{background:#b91c1c}.o-n-a{background:#64748b}
 .runs{display:flex;gap:14px;flex-wrap:wrap}.runs>div{flex:1 1 480px;min-width:0}
 pre.answer{white-space:pre-wrap;word-break:break-word;background:#f1f5f9;padding:8px;border-radius:4px;
 max-height:420px;overflow:auto;font-size:12.5px}

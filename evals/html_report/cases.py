@@ -40,9 +40,10 @@ def _facts_table(row: dict[str, Any]) -> str:
     facts = facts_of(row)
     if not facts:
         return ""
-    head = "<tr><th>key fact</th><th>top 5</th><th>evidence</th><th>LLM reads</th><th>answer</th><th>lost at</th></tr>"
+    head = ("<tr><th>key fact</th><th>gold in top 5</th><th>top 5 files</th><th>evidence</th><th>LLM reads</th>"
+            "<th>answer</th><th>lost at</th></tr>")
     body = "".join(
-        f"<tr><td><code>{escape(f['fact'])}</code></td>{_tick(f['top5'])}"
+        f"<tr><td><code>{escape(f['fact'])}</code></td>{_tick(f['top5'])}{_tick(f['candidates'])}"
         f"{_tick(f['evidence'])}{_tick(f['reader'])}{_tick(f['answer'])}"
         f"<td>{'' if f['answer'] else escape(LOST_AT.get(f['lost_at'] or '', 'unknown'))}</td></tr>"
         for f in facts)

@@ -7,6 +7,8 @@ exact value (`data-value`), so a test can read the page back and compare it with
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
@@ -16,7 +18,17 @@ from evals.html_report import svg
 from evals.html_report.assets import CSS, JS
 from evals.html_report.cases import anchor, cards, filters, slug
 from evals.html_report.compare import CASE_METRICS, LOWER_IS_BETTER, NEUTRAL, Comparison, compare
-from evals.html_report.model import KS, MACRO, STEPS, Run, corpus_names, funnel, funnel_shares, latencies, recall_curve
+from evals.html_report.model import (
+    KS,
+    MACRO,
+    STEPS,
+    Run,
+    corpus_names,
+    fact_budget,
+    funnel_shares,
+    latencies,
+    recall_curve,
+)
 from evals.report import cell
 from evals.summary import METRICS
 
@@ -33,8 +45,13 @@ def _swatch(i: int) -> str:
     return f'<span class="swatch" style="background:{svg.color(i)}"></span>'
 
 
-def _cell(run: int, scope: str, metric: str, value: Any, text: str, count: int | None = None) -> str:
-    extra = "" if count is None else f' data-count="{count}"'
+def count_text(count: float) -> str:
+    """A fact count: whole for traced runs; share × facts of a run without the trace can be fractional."""
+    return format(round(count, 2), "g")
+
+
+def _cell(run: int, scope: str, metric: str, value: Any, text: str, count: float | None = None) -> str:
+    extra = "" if count is None else f' data-count="{count_text(count)}"'
     return (f'<td class="num" data-run="{run}" data-scope="{escape(scope)}" data-metric="{escape(metric)}" '
             f'data-value="{_value(value)}"{extra}>{escape(text)}</td>')
 
@@ -57,23 +74,37 @@ def runs_table(runs: Sequence[Run]) -> str:
             "<th>answers</th><th>corpora</th><th class=num>cases</th></tr>" + "".join(rows) + "</table>")
 
 
+FUNNEL = "funnel: reached this and every earlier step"
+ALONE = "this step alone"
+
+
 def budget(runs: Sequence[Run], scope: str) -> str:
+    """The funnel (bars and a row per run) and, in the table beside it, each step counted alone."""
     labels = [text for _, text in STEPS]
     series = []
     rows = []
     for i, run in enumerate(runs):
-        shares = funnel_shares(run, scope)
-        counts = funnel(run.rows(scope))
-        series.append((run.label, [shares[s] for s, _ in STEPS], [counts[s] for s, _ in STEPS]))
-        rows.append(f"<tr><td>{_swatch(i)}{escape(run.label)}</td>" + "".join(
-            _cell(i, scope, f"funnel_{s}", shares[s], "n/a" if shares[s] is None else
-                  f"{shares[s]:.3f} ({counts[s]})", counts[s]) for s, _ in STEPS) + "</tr>")
+        counted = fact_budget(run.rows(scope))
+        for nested, kind, name in ((True, "funnel", FUNNEL), (False, "alone", ALONE)):
+            shares = funnel_shares(run, scope, nested)
+            counts = counted.reached if nested else counted.alone
+            if nested:
+                series.append((run.label, [shares[s] for s, _ in STEPS], [counts[s] for s, _ in STEPS]))
+            rows.append(f"<tr><td>{_swatch(i)}{escape(run.label)} <span class=muted>· {name}</span></td>" + "".join(
+                _cell(i, scope, f"{kind}_{s}", shares[s], "n/a" if shares[s] is None else
+                      f"{shares[s]:.3f} ({count_text(counts[s] or 0)})", counts[s]) for s, _ in STEPS) + "</tr>")
     table = ("<table class=small><tr><th>run</th>" + "".join(f'<th class="num">{escape(t)}</th>' for t in labels)
              + "</tr>" + "".join(rows) + "</table>")
-    note = ("<p class='small muted'>Share of all key facts of answerable cases (fact count in brackets"
+    note = ("<p class='small muted'>Share of the key facts of answerable cases (fact count in brackets"
             + ("; macro: the unweighted mean over corpora, counts summed" if scope == MACRO else "")
-            + "). The top five files: the fact is stated anywhere in the first five retrieved files, the ceiling of "
-            "reading them (n/a for runs made before it was recorded).</p>")
+            + f"). <b>{FUNNEL}</b> (the bars): a fact counts at a step only when it reached that step and every "
+            f"earlier step measured for it, so a step never holds more than the one before. <b>{ALONE}</b>: the "
+            "step whatever the earlier ones (a fact can be read from a file outside the evidence); these are "
+            "fact-weighted, the every-metric table's evidence / reader / coverage figures are means over cases. "
+            "The top five files: the fact is stated anywhere in the first five retrieved files, the ceiling of "
+            "reading them (n/a for runs made before it was recorded). A run written before the per-fact trace "
+            "counts a case by its shares (share × facts; the funnel: the smallest share so far); a step not "
+            "measured for some facts is a share of those measured.</p>")
     return svg.funnel(labels, series, f"fact budget · {scope}") + table + note
 
 
@@ -187,8 +218,17 @@ def page(runs: Sequence[Run]) -> str:
 
 
 def write(runs: Sequence[Run], out: Path) -> int:
-    """Write the page; its size in bytes."""
+    """Write the page atomically (a temp file in the same folder, then `os.replace`): a reader or a failed
+    write never sees half a page, and the old page stays whole until the new one is complete. Its size."""
     data = page(runs).encode("utf-8")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(data)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return len(data)

@@ -39,9 +39,10 @@ def _fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
 
-def funnel(steps: Sequence[str], runs: Sequence[tuple[str, Sequence[float | None], Sequence[int | None]]],
+def funnel(steps: Sequence[str], runs: Sequence[tuple[str, Sequence[float | None], Sequence[float | None]]],
            title: str) -> str:
-    """One row per step, one bar per run: the step's share of all key facts, its fact count beside it."""
+    """One row per step, one bar per run: the step's share of the key facts (the funnel's: this step and every
+    earlier one), its fact count beside it."""
     label_w, bar_w, bar_h = 250, 330, 13
     row_h = bar_h * len(runs) + 10
     body = []
@@ -56,9 +57,13 @@ def funnel(steps: Sequence[str], runs: Sequence[tuple[str, Sequence[float | None
                 body.append(_text(label_w + 6, y + bar_h - 4, "n/a (not recorded)", size=10, fill=MUTED))
                 continue
             body.append(_rect(label_w, y, bar_w * share, bar_h - 2, color(r), 0.85,
-                              f"{name}: {share:.3f} ({count} facts)"))
-            body.append(_text(label_w + bar_w * share + 4, y + bar_h - 4, f"{share:.3f} · {count}", size=10))
+                              f"{name}: {share:.3f} ({_count(count)} facts)"))
+            body.append(_text(label_w + bar_w * share + 4, y + bar_h - 4, f"{share:.3f} · {_count(count)}", size=10))
     return _svg(label_w + bar_w + 90, 16 + row_h * len(steps), body, title)
+
+
+def _count(count: float | None) -> str:
+    return "" if count is None else format(round(count, 2), "g")
 
 
 def lines(xs: Sequence[int], series: Sequence[tuple[str, Sequence[float | None]]], title: str,

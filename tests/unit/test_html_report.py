@@ -15,12 +15,7 @@ from evals.html_report.model import MACRO, Run, facts_of, labelled, load_run, lo
 from evals.html_report.render import page
 from evals.summary import METRICS
 from graph.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures" / "eval_report"
-BASE, NEW = FIXTURES / "rrf.json", FIXTURES / "learned.json"
-"""click and structlog dev, first 8 cases each, RRF and learned order (trimmed: no evidence paths, answers
-cut at 600 characters; every figure as the runner wrote it)."""
+from tests.eval_report_runs import BASE, NEW, data, hostile_report
 
 
 class Parsed(HTMLParser):
@@ -43,10 +38,6 @@ class Parsed(HTMLParser):
             self.deltas[(a["data-compare"], a["data-scope"], a["data-metric"])] = a["data-delta"]
         if tag == "li" and "data-change" in a:
             self.changes.setdefault(a["data-change"], []).append(a["data-case"])
-
-
-def data(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def write(tmp_path: Path, name: str, report: dict[str, Any]) -> Path:
@@ -85,13 +76,12 @@ def test_recall_curve_and_fact_budget_are_counted_from_the_cases() -> None:
                 **{step: sum(bool(t[step]) for r in rows for t in r["fact_trace"])
                    for step in ("evidence", "reader", "answer")}}
         for step, count in want.items():
-            cell = cells[("0", scope, f"funnel_{step}")]
+            cell = cells[("0", scope, f"alone_{step}")]  # each step on its own (the funnel: test_html_report_funnel)
             assert int(cell["data-count"]) == count, (scope, step)
             assert float(cell["data-value"]) == pytest.approx(count / want["all"])
         # per case the answer step is the strict key-fact figure of the JSON
         for r in rows:
             assert sum(f["answer"] for f in facts_of(r)) / len(r["key_facts"]) == r["key_fact_coverage"]
-        assert cells[("0", scope, "funnel_candidates")]["data-value"] == ""  # not recorded: n/a
     shares = [float(cells[("0", s, "funnel_evidence")]["data-value"]) for s in run.corpora]
     assert float(cells[("0", MACRO, "funnel_evidence")]["data-value"]) == pytest.approx(sum(shares) / len(shares))
 
@@ -121,21 +111,6 @@ def test_learned_vs_rrf_fixture_lists_its_real_changes() -> None:
     parsed = Parsed(page([load_run(BASE), load_run(NEW)]))
     # learned (NEW) states both facts of ck-004 that RRF missed, and none of ck-005's that RRF stated
     assert "click/ck-005" in parsed.changes["regressed"] and "click/ck-004" in parsed.changes["improved"]
-
-
-HOSTILE_Q = '<script>window.__xss = 1</script> Как?'
-HOSTILE_A = 'Ответ: <img src=x onerror="window.__xss = 2"> [docs/<b>.md:1-3]'
-
-
-def hostile_report() -> dict[str, Any]:
-    report = data(NEW)
-    corpus = report["corpora"].pop("click")
-    row = corpus["results"][0]
-    row.update(question=HOSTILE_Q, answer=HOSTILE_A, gold_paths=["docs/<b>.md"], key_facts=["<i>fact</i>"],
-               fact_trace=[{"fact": "<i>fact</i>", "evidence": True, "reader": True, "answer": False}],
-               retrieved_files=["docs/<b>.md", "a&b.md"], tags=["en", "<u>kind"], expected_route="<s>R")
-    report["corpora"]['c<x>"'] = corpus
-    return report
 
 
 def test_a_question_or_answer_holding_html_is_shown_as_text(tmp_path: Path) -> None:
@@ -172,10 +147,10 @@ def test_llm_rows_show_the_answer_mode_the_fallback_reason_and_removed_citations
     ({"top5": True, "evidence": True, "reader": False, "answer": False}, "reader"),
     ({"top5": True, "evidence": True, "reader": True, "answer": False}, "answer"),
     ({"top5": True, "evidence": True, "reader": None, "answer": False}, "answer"),  # LangSmith: reader n/a
-    ({"top5": False, "evidence": True, "reader": True, "answer": False}, "answer"),  # found in another file
+    ({"top5": False, "evidence": True, "reader": True, "answer": False}, "top5"),  # the first step it missed
     ({"top5": True, "evidence": True, "reader": True, "answer": True}, None),
 ])
-def test_a_missed_fact_is_lost_after_the_last_step_it_reached(steps: dict[str, bool | None], where: str | None
+def test_a_missed_fact_is_lost_at_the_first_step_it_missed(steps: dict[str, bool | None], where: str | None
                                                               ) -> None:
     assert lost_at(steps) == where
 
