@@ -2,7 +2,9 @@
 calibrator, and the log of held-out runs.
 
 - **What is held-out**: every registered suite's held-out dataset (`evals/suites.py`), any file whose name
-  says so (`*_holdout*`, `*-holdout*`), and the ids of every case in those datasets.
+  says so (`holdout`, `hold-out`, `hold_out`, `heldout`, `held-out`, `held_out`, any case, at the start of
+  the name or after `_`, `-` or `.`), the ids of every case in those datasets and their questions (folded:
+  `question_key`), so a copy, a hard link or a copy with renamed ids is held-out too (`holdout_content`).
 - **Refusals** (`refuse_dataset`, `refuse_cases`, `refuse_report`): a trainer or calibrator given a
   held-out dataset, a report of a held-out run (`split: holdout`, a held-out dataset, held-out case ids)
   or data holding a held-out case id stops with one `error:` line (`HoldoutError`), whatever the procedure
@@ -30,7 +32,8 @@ from stores.errors import LotsmanError
 LOG_PATH = REPO_ROOT / "evals" / "holdout_log.jsonl"
 """The committed log of held-out runs; tests point `log_run(log=...)` elsewhere."""
 DATASETS_DIR = REPO_ROOT / "evals" / "datasets"
-_HOLDOUT_NAME = re.compile(r"(?:^|[_.-])holdout", re.IGNORECASE)
+_HOLDOUT_NAME = re.compile(r"(?:^|[_.-])(?:hold|held)[_-]?out", re.IGNORECASE)
+_WORD = re.compile(r"\w+")
 
 
 class HoldoutError(LotsmanError):
@@ -40,7 +43,7 @@ class HoldoutError(LotsmanError):
 
 
 def holdout_name(path: str | Path) -> bool:
-    """The file's name says held-out (`fastapi_ru_holdout.jsonl`, `eval-holdout.json`)."""
+    """The file's name says held-out (`fastapi_ru_holdout.jsonl`, `eval-heldout.json`, `Click.Held-Out.jsonl`)."""
     return bool(_HOLDOUT_NAME.search(Path(path).name))
 
 
@@ -64,24 +67,60 @@ def is_holdout_path(path: str | Path, root: Path = REPO_ROOT) -> bool:
     return resolved in holdout_datasets(root)
 
 
-def dataset_ids(path: Path) -> list[str]:
-    """The case ids of a JSONL dataset (blank and malformed lines skipped: this is a guard, not a checker)."""
-    ids: list[str] = []
-    if not path.is_file():
-        return ids
-    for line in path.read_text(encoding="utf-8").splitlines():
+def dataset_cases(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL dataset (blank and malformed lines skipped: this is a guard, not a checker;
+    a missing or unreadable file has none)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    except OSError:
+        return []
+    cases = []
+    for line in text.splitlines():
         try:
             case = json.loads(line) if line.strip() else None
         except ValueError:
             continue
-        if isinstance(case, dict) and isinstance(case.get("id"), str):
-            ids.append(case["id"])
-    return ids
+        if isinstance(case, dict):
+            cases.append(case)
+    return cases
+
+
+def dataset_ids(path: Path) -> list[str]:
+    """The case ids of a JSONL dataset."""
+    return [c["id"] for c in dataset_cases(path) if isinstance(c.get("id"), str)]
+
+
+def question_key(question: str) -> str:
+    """A question folded for comparison: its words, case-folded, `ё` as `е`, joined by one space (punctuation,
+    quotes and spacing do not count)."""
+    return " ".join(_WORD.findall(question.casefold().replace("ё", "е")))
+
+
+def dataset_questions(path: Path) -> set[str]:
+    """The folded questions (`question_key`) of a JSONL dataset; empty ones left out."""
+    return {k for c in dataset_cases(path) if isinstance(c.get("question"), str) and (k := question_key(c["question"]))}
 
 
 def holdout_ids(root: Path = REPO_ROOT) -> set[str]:
     """The ids of every case of every held-out dataset."""
     return {cid for path in holdout_datasets(root) for cid in dataset_ids(path)}
+
+
+def holdout_questions(root: Path = REPO_ROOT) -> set[str]:
+    """The folded questions of every case of every held-out dataset."""
+    return {q for path in holdout_datasets(root) for q in dataset_questions(path)}
+
+
+def holdout_content(path: str | Path, root: Path = REPO_ROOT) -> str | None:
+    """Why a dataset holds held-out cases whatever its path (a copy, a hard link, renamed ids): `held-out
+    cases (ids)` or `held-out questions ("...")`; None when it holds neither."""
+    ids = set(dataset_ids(Path(path))) & holdout_ids(root)
+    if ids:
+        return f"held-out cases ({_named(ids)})"
+    questions = dataset_questions(Path(path)) & holdout_questions(root)
+    if questions:
+        return f"held-out questions ({_named(repr(q[:40]) for q in questions)})"
+    return None
 
 
 def _named(ids: Iterable[str]) -> str:
@@ -100,7 +139,10 @@ def refuse_dataset(path: str | Path, *, by: str, root: Path = REPO_ROOT) -> None
     if is_holdout_path(path, root):
         raise HoldoutError(f"{by} refuses {path}: a held-out dataset is never trained or calibrated on "
                            "(use the dev split)")
-    refuse_cases(dataset_ids(Path(path)), source=str(path), by=by, root=root)
+    held = holdout_content(path, root)
+    if held:
+        raise HoldoutError(f"{by} refuses {path}: it holds {held}; held-out cases are never trained or "
+                           "calibrated on (remove them from dev)")
 
 
 def refuse_cases(ids: Iterable[str], *, source: str, by: str, root: Path = REPO_ROOT) -> None:
@@ -113,7 +155,8 @@ def refuse_cases(ids: Iterable[str], *, source: str, by: str, root: Path = REPO_
 
 def refuse_report(data: Any, path: str | Path, *, by: str, root: Path = REPO_ROOT) -> None:
     """Raise `HoldoutError` for an eval report of a held-out run: a held-out file name, `split: holdout` at
-    the top or in a corpus's report, a corpus report of a held-out dataset, or a result of a held-out case.
+    the top or in a corpus's report, a corpus report of a held-out dataset, or a result of a held-out case
+    (its id, or its question under another id).
     """
     if holdout_name(path):
         raise HoldoutError(f"{by} refuses {path}: a held-out report is never calibrated on (pass a dev report)")
@@ -125,8 +168,13 @@ def refuse_report(data: Any, path: str | Path, *, by: str, root: Path = REPO_ROO
         if report.get("split") == "holdout" or (isinstance(dataset, str) and is_holdout_path(dataset, root)):
             raise HoldoutError(f"{by} refuses {path}: it reports a held-out run (split holdout"
                                f"{f', {dataset}' if isinstance(dataset, str) else ''}); calibrate on dev reports")
-    ids = [str(r.get("id")) for report in reports for r in report.get("results") or [] if isinstance(r, dict)]
-    refuse_cases(ids, source=str(path), by=by, root=root)
+    results = [r for report in reports for r in report.get("results") or [] if isinstance(r, dict)]
+    refuse_cases([str(r.get("id")) for r in results], source=str(path), by=by, root=root)
+    asked = {question_key(r["question"]) for r in results if isinstance(r.get("question"), str)}
+    held = asked & holdout_questions(root)
+    if held:
+        raise HoldoutError(f"{by} refuses {path}: it holds held-out questions ({_named(repr(q[:40]) for q in held)}); "
+                           "held-out cases are never calibrated on (pass a dev report)")
 
 
 # ---- the log of held-out runs ------------------------------------------------------------------------

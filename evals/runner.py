@@ -19,7 +19,7 @@ from typing import Any
 
 from evals.cases import load_dataset
 from evals.ceilings import add_file_ceilings
-from evals.holdout import is_holdout_path, log_run
+from evals.holdout import holdout_content, is_holdout_path, log_run
 from evals.scoring import score_case
 from evals.suites import REPO_ROOT, SUITES, EvalJob, assemble_corpus
 from evals.summary import aggregate, macro
@@ -60,8 +60,11 @@ def session_name(label: str, embedder: str) -> str:
 
 
 def split_of(dataset: Path, root: Path = REPO_ROOT) -> str | None:
-    """`holdout` for a held-out dataset (a suite's or by its name), `dev` for a suite's dev set, else None."""
-    if is_holdout_path(dataset, root):
+    """`holdout` for a held-out dataset: a suite's or one named so (`evals.holdout.is_holdout_path`), any file
+    holding a held-out case id or question (a copy, a hard link, renamed ids: `holdout_content`), and any
+    dataset that is not a regular file (a pipe such as `/dev/fd/63` is read once, so what it held cannot be
+    checked); `dev` for a suite's dev set; else None."""
+    if is_holdout_path(dataset, root) or not dataset.is_file() or holdout_content(dataset, root):
         return "holdout"
     dev = {(root / s.dev).resolve() for s in SUITES.values()}
     return "dev" if dataset.resolve() in dev else None

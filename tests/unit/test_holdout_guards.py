@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import shutil
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +34,8 @@ def no_committed_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def held_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """One held-out dataset (ids `hx-1`, `hx-2`) standing for every registered one."""
     path = tmp_path / "held.jsonl"
-    path.write_text('{"id": "hx-1"}\n{"id": "hx-2"}\n', encoding="utf-8")
+    path.write_text('{"id": "hx-1", "question": "Where is the retry limit set?"}\n'
+                    '{"id": "hx-2", "question": "Какой порт по умолчанию?"}\n', encoding="utf-8")
     monkeypatch.setattr(holdout, "holdout_datasets", lambda root=REPO_ROOT: [path.resolve()])
     return path
 
@@ -47,7 +50,11 @@ def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
 
 @pytest.mark.parametrize(("name", "held"), [
     ("fastapi_ru_holdout.jsonl", True), ("eval-holdout.json", True), ("click_holdout.absent.json", True),
-    ("fastapi_ru.jsonl", False), ("eval-dev.json", False), ("noholdout.json", False),
+    ("click_heldout.jsonl", True), ("click-held-out.jsonl", True), ("click_hold_out.jsonl", True),
+    ("click_held_out.jsonl", True), ("click-hold-out.jsonl", True), ("eval.HeldOut.json", True),
+    ("Click_HOLD-OUT.jsonl", True), ("heldout.jsonl", True), ("hold_out-features.jsonl.gz", True),
+    ("fastapi_ru.jsonl", False), ("eval-dev.json", False), ("noholdout.json", False), ("withheld-out.json", False),
+    ("threshold_out.json", False), ("household.jsonl", False), ("beholden.jsonl", False),
 ])
 def test_a_held_out_file_is_known_by_its_name(name: str, held: bool) -> None:
     assert holdout.holdout_name(name) is held
@@ -82,6 +89,22 @@ def test_the_trainer_refuses_a_dev_split_holding_a_held_out_case(held_out: Path,
     assert train_ranker.main(["--collect", str(tmp_path / "f.jsonl.gz")]) == 2
     err = one_error_line(capsys)
     assert "hx-2" in err and "held-out" in err and not (tmp_path / "f.jsonl.gz").exists()
+
+
+def renamed(held_out: Path, path: Path) -> Path:
+    """The held-out cases under new ids, their questions re-spaced and re-cased."""
+    path.write_text('{"id": "d-1", "question": "where is the  retry limit set"}\n'
+                    '{"id": "d-2", "question": "КАКОЙ порт по умолчанию ?"}\n', encoding="utf-8")
+    return path
+
+
+def test_the_trainer_refuses_a_dev_split_that_is_a_held_out_file_with_renamed_ids(
+        held_out: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    dev = renamed(held_out, tmp_path / "dev.jsonl")
+    monkeypatch.setattr(train_ranker, "pinned_suites", lambda: [Suite("c", None, str(dev), None)])
+    assert train_ranker.main(["--collect", str(tmp_path / "f.jsonl.gz")]) == 2
+    err = one_error_line(capsys)
+    assert "held-out questions" in err and "retry limit" in err and not (tmp_path / "f.jsonl.gz").exists()
 
 
 def features_with(tmp_path: Path, name: str, *, case_id: str | None = None,
@@ -144,6 +167,9 @@ def report(dataset: str = "evals/datasets/click.jsonl", split: str | None = "dev
     ("a corpus report of a held-out dataset", "eval.json",
      report(dataset="evals/datasets/click_holdout.jsonl", split=None), "click_holdout.jsonl"),
     ("a held-out case id", "eval.json", report(ids=("d-1", "hx-2")), "hx-2"),
+    ("a held-out question under another id", "eval.json",
+     {"corpora": {"click": {"results": [{"id": "d-9", "question": "Where is the retry-limit set?"}]}}},
+     "held-out questions"),
     ("a held-out file name", "eval-holdout.json", report(), "eval-holdout.json"),
 ])
 def test_the_gate_calibration_refuses_a_held_out_report(case: str, name: str, data: dict[str, Any], says: str,
@@ -174,8 +200,59 @@ def run_stub(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner, "run", run)
 
 
+def pipe_of(path: Path) -> Path:
+    """`/dev/fd/N` of a pipe holding the file's text (what `<(cat FILE)` gives); closed at test teardown."""
+    read, write = os.pipe()
+    os.write(write, path.read_bytes())
+    os.close(write)
+    return Path(f"/dev/fd/{read}")
+
+
+@pytest.mark.parametrize("how", ["copy", "hard link", "renamed ids", "pipe"])
+def test_a_held_out_dataset_under_another_path_is_held_out(how: str, held_out: Path, tmp_path: Path) -> None:
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    given = other / "mine.jsonl"
+    if how == "copy":
+        shutil.copyfile(held_out, given)
+    elif how == "hard link":
+        os.link(held_out, given)
+    elif how == "renamed ids":
+        renamed(held_out, given)
+    else:
+        given = pipe_of(held_out)
+    try:
+        assert runner.split_of(given) == "holdout", how
+    finally:
+        if how == "pipe":
+            os.close(int(given.name))
+
+
+def test_a_dataset_sharing_no_case_or_question_with_held_out_is_not(held_out: Path, tmp_path: Path) -> None:
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text('{"id": "d-1", "question": "Where is the retry limit documented?"}\n', encoding="utf-8")
+    assert runner.split_of(mine) is None
+    assert runner.split_of(REPO_ROOT / "evals" / "datasets" / "click.jsonl") == "dev"
+
+
+def test_a_run_of_a_copied_held_out_dataset_is_logged(held_out: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    run_stub(monkeypatch)
+    copy = tmp_path / "mine.jsonl"
+    copy.write_text('{"id": "z-1", "question": "Where is the retry limit set?", "expected_route": "GENERAL_QA", '
+                    '"gold_paths": [], "answerable": false}\n', encoding="utf-8")
+    log = tmp_path / "log.jsonl"
+    got = runner.run_jobs([EvalJob("mine", copy, tmp_path)], settings=Settings(), cache_dir=tmp_path, deps=object(),
+                          holdout_log=log)
+    assert got["split"] == "holdout" and got["corpora"]["mine"]["split"] == "holdout"
+    assert json.loads(log.read_text(encoding="utf-8"))["datasets"] == [str(copy)]
+
+
+@pytest.mark.parametrize("git_tree", ["this repository", "outside a git tree"])
 def test_a_held_out_run_is_logged_before_it_starts_and_its_report_says_holdout(
-        held_out: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        git_tree: str, held_out: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if git_tree == "outside a git tree":  # as in an exported tree, or where git refuses a dubious owner
+        monkeypatch.setenv("GIT_DIR", str(tmp_path / "no-git"))
     run_stub(monkeypatch)
     held_out.write_text('{"id": "hx-1", "question": "q?", "expected_route": "GENERAL_QA", "gold_paths": [], '
                         '"answerable": false}\n', encoding="utf-8")
@@ -190,8 +267,9 @@ def test_a_held_out_run_is_logged_before_it_starts_and_its_report_says_holdout(
     assert entry["corpora"] == ["click"] and entry["out"] == "out/eval-holdout.json"
     assert entry["datasets"] == [str(held_out)]  # outside the repository: as given
     assert datetime.strptime(entry["date"], "%Y-%m-%dT%H:%M:%SZ")
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True).stdout.strip()
-    assert entry["commit"] in (head, head + "+dirty")
+    # the module's own answer ("unknown" outside a git tree); `+dirty` may change as files are edited meanwhile
+    assert entry["commit"].removesuffix("+dirty") == holdout.commit_of(REPO_ROOT, log).removesuffix("+dirty")
+    assert entry["commit"] == "unknown" or git_tree == "this repository"
 
 
 def test_a_dev_run_is_not_logged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_committed_log: Path) -> None:
@@ -204,10 +282,23 @@ def test_a_dev_run_is_not_logged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    """git in a tmp repository, whatever the global config says (signing, identity)."""
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false",
+                           "-c", "tag.gpgsign=false", *args], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout.strip()
 
 
+@pytest.fixture
+def signing_global_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A global git config that signs every commit with a signer that always fails, and has no identity."""
+    config = tmp_path / "gitconfig"
+    config.write_text("[commit]\n\tgpgsign = true\n[gpg]\n\tprogram = false\n", encoding="utf-8")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.usefixtures("signing_global_config")
 def test_the_log_names_the_commit_and_whether_the_tree_was_dirty(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / "evals").mkdir(parents=True)
