@@ -16,7 +16,8 @@ Two rules tie the splits together (issue 41):
   too generic, a person makes them specific.
 - **No twins**: a dev case twins a held-out case of the same corpus when they share a gold file and a key
   fact (folded as `evals.facts.fold`; one fact holding the other as whole words is the same fact). A twin
-  makes the held-out case seen: the dev case goes. The normal check of either split fails on a twin;
+  makes the held-out case seen: the dev case goes. No id and no question (folded: `evals.holdout.
+  question_key`) is in both splits either. The normal check of either split fails on any of these;
   `--twins` lists them for every registered corpus.
 """
 
@@ -28,11 +29,13 @@ import os
 import re
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 # The metric's own matcher, so a fact the checker accepts is one the eval can credit (issue 28).
 from evals.facts import fact_in_text, fold, raw_form, symbol_shaped  # noqa: E402
+from evals.holdout import question_key  # noqa: E402
 from evals.suites import REPO_ROOT, SUITES  # noqa: E402
 
 ROUTES = {"GENERAL_QA", "DOC_EXPLAIN/SUMMARY", "DOC_EXPLAIN/FIND_FILES"}
@@ -202,7 +205,14 @@ def check_case(
         bad("tags must be a list of strings")
         tags = []
 
-    # gold paths
+    _gold_and_facts(rec, gold, facts, tags, q, corpus, absent, bad)
+    _tag_problems(tags, route, gold, hist, answerable, q, bad)
+
+
+def _gold_and_facts(rec: dict, gold: list[str], facts: list[str], tags: list[str], q: str, corpus: Corpus,
+                    absent: dict[str, list[str]], bad: Callable[[str], None]) -> None:
+    """`check_case`'s gold paths, and what an answerable or unanswerable case must have."""
+    cid, answerable = rec["id"], rec["answerable"]
     if len(set(gold)) != len(gold):
         bad("duplicate gold path")
     for g in gold:
@@ -246,7 +256,10 @@ def check_case(
             if hits:
                 bad(f"'absent' term {term!r} occurs {hits} times in {files} corpus files")
 
-    # tags
+
+def _tag_problems(tags: list[str], route: object, gold: list[str], hist: list[dict], answerable: object, q: str,
+                  bad: Callable[[str], None]) -> None:
+    """`check_case`'s tags: known, once each, and agreeing with the language, route, history and gold."""
     unknown = set(tags) - TAGS
     if unknown:
         bad(f"unknown tags {sorted(unknown)}")
@@ -431,28 +444,44 @@ def twin_problems(dataset: Path, problems: list[str]) -> None:
         else:
             problems.append(f"{h_id}: twinned by dev {d_id} ({dev_path.name}: gold {gold}, key fact {h_fact!r} ~ "
                             f"{d_fact!r}): the dev case must go")
-    shared = {str(r.get("id")) for r in dev} & {str(r.get("id")) for r in held}
-    for cid in sorted(shared):
-        problems.append(f"{cid}: id used in both {dev_path.name} and {held_path.name}")
+    for what, value in shared_cases(dev, held):
+        problems.append(f"{value}: id used in both {dev_path.name} and {held_path.name}" if what == "id" else
+                        f"question {value!r} asked in both {dev_path.name} and {held_path.name}")
+
+
+def shared_cases(dev: list[dict], held: list[dict]) -> list[tuple[str, str]]:
+    """("id", id) for every id, then ("question", folded question) for every question (`evals.holdout.
+    question_key`: words, case-folded) that is in both splits, sorted: a copy with renamed ids is caught."""
+    ids = {str(r.get("id")) for r in dev} & {str(r.get("id")) for r in held}
+
+    def questions(cases: list[dict]) -> set[str]:
+        return {k for r in cases if isinstance(r.get("question"), str) and (k := question_key(r["question"]))}
+
+    return [("id", cid) for cid in sorted(ids)] + [("question", q) for q in sorted(questions(dev) & questions(held))]
 
 
 def twins_report(names: list[str] | None = None) -> int:
     """`--twins`: every registered corpus with a held-out split (or the named ones), its twins and a summary
     line each; exit 1 when any dev case twins a held-out case."""
-    total = 0
+    total = both = 0
     for suite in SUITES.values():
         if suite.holdout is None or (names and suite.name not in names):
             continue
         dev, held = read_cases(REPO_ROOT / suite.dev), read_cases(REPO_ROOT / suite.holdout)
-        found = twins(dev, held)
+        found, shared = twins(dev, held), shared_cases(dev, held)
         for d_id, h_id, gold, d_fact, h_fact in found:
             print(f"TWIN {suite.name}: dev {d_id} ~ held-out {h_id}: gold {gold}; key fact {d_fact!r} ~ {h_fact!r}")
+        for what, value in shared:
+            print(f"SHARED {suite.name}: {what} {value if what == 'id' else repr(value)} in both splits")
         cases = len({d for d, *_ in found})
         print(f"{suite.name}: dev {len(dev)} cases, held-out {len(held)} cases: {len(found)} twin pairs"
-              f"{f' ({cases} dev cases to remove)' if found else ''}")
+              f"{f' ({cases} dev cases to remove)' if found else ''}"
+              f"{f', {len(shared)} ids or questions in both splits' if shared else ''}")
         total += len(found)
-    print("OK: no dev case twins a held-out case" if total == 0 else f"{total} twin pair(s)")
-    return 1 if total else 0
+        both += len(shared)
+    print("OK: no dev case twins a held-out case" if total + both == 0
+          else f"{total} twin pair(s)" + (f", {both} id(s) or question(s) in both splits" if both else ""))
+    return 1 if total + both else 0
 
 
 def sidecar_absent_terms(dataset: Path) -> dict[str, list[str]]:
@@ -467,7 +496,7 @@ def sidecar_absent_terms(dataset: Path) -> dict[str, list[str]]:
     return {str(k): [str(t) for t in v] for k, v in data.items()}
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dataset", type=Path, nargs="?")
     ap.add_argument("--corpus", type=Path, help="corpus root (assembled DEST)")
@@ -479,23 +508,44 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--twins", action="store_true",
                     help="list every dev case that twins a held-out case of its corpus (same gold file and key "
-                    "fact) for every registered corpus (or those named with --corpus-set); exit 1 on any")
+                    "fact), and every id or question in both splits, for every registered corpus (or those "
+                    "named with --corpus-set); exit 1 on any")
     ap.add_argument("--corpus-set", metavar="NAMES", help="with --twins: comma-separated corpora")
     ap.add_argument("--fix-gold", type=Path, metavar="DATASET",
                     help=f"add to gold every indexable file of --corpus that states all of a case's key facts; "
                     f"cases that would pass {MAX_GOLD} gold files are refused (listed), exit 1")
-    args = ap.parse_args(argv)
+    return ap
 
+
+def _twins_main(args: argparse.Namespace) -> int:
+    """`--twins [--corpus-set NAMES]`: usage checked, then `twins_report`."""
+    if args.dataset or args.fix_gold:
+        print("error: --twins reads the registered datasets; give no DATASET or --fix-gold", file=sys.stderr)
+        return 2
+    names = [n.strip() for n in args.corpus_set.split(",") if n.strip()] if args.corpus_set else None
+    unknown = [n for n in names or () if n not in SUITES]
+    if unknown:
+        print(f"error: unknown corpus {', '.join(unknown)}; known: {', '.join(SUITES)}", file=sys.stderr)
+        return 2
+    return twins_report(names)
+
+
+def _fix_gold_main(dataset: Path, corpus: Path) -> int:
+    """`--fix-gold DATASET --corpus PATH`: widen the gold files, list what was added and refused."""
+    fixed, refused = fix_gold(dataset, Corpus(corpus))
+    for line in fixed:
+        print(f"FIXED {line}")
+    for line in refused:
+        print(f"REFUSED {line}")
+    print(f"{dataset}: {len(fixed)} case(s) widened, {len(refused)} refused"
+          + (" (make their key facts specific, then run --fix-gold again)" if refused else ""))
+    return 1 if refused else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.twins:
-        if args.dataset or args.fix_gold:
-            print("error: --twins reads the registered datasets; give no DATASET or --fix-gold", file=sys.stderr)
-            return 2
-        names = [n.strip() for n in args.corpus_set.split(",") if n.strip()] if args.corpus_set else None
-        unknown = [n for n in names or () if n not in SUITES]
-        if unknown:
-            print(f"error: unknown corpus {', '.join(unknown)}; known: {', '.join(SUITES)}", file=sys.stderr)
-            return 2
-        return twins_report(names)
+        return _twins_main(args)
     dataset = args.fix_gold or args.dataset
     if dataset is None or (args.fix_gold and args.dataset):
         print("error: give DATASET --corpus PATH, --fix-gold DATASET --corpus PATH, or --twins", file=sys.stderr)
@@ -507,14 +557,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: dataset {dataset} not found", file=sys.stderr)
         return 2
     if args.fix_gold:
-        fixed, refused = fix_gold(dataset, Corpus(args.corpus))
-        for line in fixed:
-            print(f"FIXED {line}")
-        for line in refused:
-            print(f"REFUSED {line}")
-        print(f"{dataset}: {len(fixed)} case(s) widened, {len(refused)} refused"
-              + (" (make their key facts specific, then run --fix-gold again)" if refused else ""))
-        return 1 if refused else 0
+        return _fix_gold_main(dataset, args.corpus)
     args.dataset = dataset
 
     corpus = Corpus(args.corpus)

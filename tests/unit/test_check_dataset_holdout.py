@@ -90,10 +90,11 @@ def test_an_id_in_both_splits_is_a_problem(corpus: Path, tmp_path: Path, capsys:
 def test_the_twins_command_lists_every_registered_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     both = ["docs/cors.md", "pkg/cors.py"]
-    write(tmp_path / "a.jsonl", [case("a-1", both, ["max_age 600"]), case("a-2", ["docs/other.md"], ["8080"])])
-    write(tmp_path / "a_holdout.jsonl", [case("ah-1", ["pkg/cors.py"], ["600"])])
-    write(tmp_path / "b.jsonl", [case("b-1", ["docs/other.md"], ["8080"])])
-    write(tmp_path / "b_holdout.jsonl", [case("bh-1", ["docs/other.md"], ["status 422"])])
+    write(tmp_path / "a.jsonl", [case("a-1", both, ["max_age 600"], "How long is it cached?"),
+                                 case("a-2", ["docs/other.md"], ["8080"], "Which port?")])
+    write(tmp_path / "a_holdout.jsonl", [case("ah-1", ["pkg/cors.py"], ["600"], "What is max_age?")])
+    write(tmp_path / "b.jsonl", [case("b-1", ["docs/other.md"], ["8080"], "Which port?")])
+    write(tmp_path / "b_holdout.jsonl", [case("bh-1", ["docs/other.md"], ["status 422"], "Which status?")])
     monkeypatch.setattr(check_dataset, "REPO_ROOT", tmp_path)
     monkeypatch.setattr(check_dataset, "SUITES", {
         "a": Suite("a", None, "a.jsonl", "a_holdout.jsonl"), "b": Suite("b", None, "b.jsonl", "b_holdout.jsonl"),
@@ -186,3 +187,33 @@ def test_an_unanswerable_case_may_say_which_kind_it_is(corpus: Path, tmp_path: P
         "PROBLEM u-1: an unanswerable case is either an absent topic or a near miss, not both",
         "PROBLEM u-2: answerable case has absent terms",
         "PROBLEM u-2: tag 'near_miss' belongs to unanswerable cases"]
+
+
+# ---- the same question in both splits, and the checker's size -----------------------------------------------
+
+def test_a_question_in_both_splits_under_another_id_is_a_problem(corpus: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    dev = write(tmp_path / "c.jsonl", [case("d-1", ["docs/other.md"], ["8080"], "Which port is the default?")])
+    write(tmp_path / "c_holdout.jsonl", [case("h-1", ["docs/other.md"], ["status 422"], "which PORT is the default")])
+    assert check_dataset.main([str(dev), "--corpus", str(corpus), "--quiet"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "PROBLEM question 'which port is the default' asked in both c.jsonl and c_holdout.jsonl"]
+    monkeypatch.setattr(check_dataset, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(check_dataset, "SUITES", {"c": Suite("c", None, "c.jsonl", "c_holdout.jsonl")})
+    assert check_dataset.main(["--twins"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "SHARED c: question 'which port is the default' in both splits",
+        "c: dev 1 cases, held-out 1 cases: 0 twin pairs, 1 ids or questions in both splits",
+        "0 twin pair(s), 1 id(s) or question(s) in both splits"]
+
+
+def test_no_function_of_the_checker_passes_80_lines() -> None:
+    import ast
+
+    from tests.unit.test_architecture import MAX_FUNCTION_LINES
+
+    tree = ast.parse(Path(check_dataset.__file__).read_text(encoding="utf-8"))
+    long = {f.name: f.end_lineno - f.lineno + 1 for f in ast.walk(tree)
+            if isinstance(f, ast.FunctionDef) and f.end_lineno and f.end_lineno - f.lineno + 1 > MAX_FUNCTION_LINES}
+    assert not long, long
