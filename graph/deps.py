@@ -7,11 +7,12 @@ began before it keeps reading one generation from start to end.
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from graph.context import Context
 from graph.settings import Settings, get_settings
@@ -34,6 +35,7 @@ from stores.sessions import RagSession, get_session
 
 if TYPE_CHECKING:  # the chat model's classes load with the model (`make_chat_model`), not with the graph
     from langchain_core.language_models import BaseChatModel
+    from langchain_openai import ChatOpenAI
 
 LANE_WORKERS = 6
 """Threads of the shared lane pool: each request runs up to five lane queries at once."""
@@ -257,11 +259,59 @@ def make_chat_model(settings: Settings) -> BaseChatModel | None:
 def _openai_chat_model(settings: Settings, timeout: float, retries: int) -> BaseChatModel:
     if not (settings.openai_base_url or "").strip() or not (settings.llm_model or "").strip():
         raise LotsmanError("LOTSMAN_LLM_PROVIDER=openai needs OPENAI_BASE_URL and LOTSMAN_LLM_MODEL")
-    from langchain_openai import ChatOpenAI  # imported only when configured, like GigaChat's SDK
-    from pydantic import SecretStr
+    from pydantic import SecretStr  # ChatOpenAI is imported only when configured, like GigaChat's SDK
 
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else ""
-    return ChatOpenAI(
+    chat_class: type[ChatOpenAI] = per_loop_chat_openai()
+    return chat_class(
         model=(settings.llm_model or "").strip(), base_url=(settings.openai_base_url or "").strip(),
         api_key=SecretStr(key or OPENAI_NO_KEY), timeout=timeout, max_retries=retries, streaming=True,
     )
+
+
+@functools.cache
+def per_loop_chat_openai() -> type[ChatOpenAI]:
+    """`ChatOpenAI` with an async client of its own for each event loop it is called from.
+
+    `lotsman eval --llm` runs each corpus in its own `asyncio.run` with one chat model, `lotsman chat` each
+    turn: ChatOpenAI's async HTTP client (shared by every instance on the same URL) kept a connection of the
+    first loop, and the next loop's first call failed with `RuntimeError: Event loop is closed`. A call from
+    another loop than the last one now builds a fresh `AsyncOpenAI` and HTTP client for it (the sync
+    client, which the router's thread uses, has no loop). GigaChat's SDK does not keep one.
+    """
+    import asyncio
+
+    import openai
+    from langchain_openai import ChatOpenAI
+    from pydantic import PrivateAttr, SecretStr
+
+    class PerLoopChatOpenAI(ChatOpenAI):
+        _loop: Any = PrivateAttr(default=None)
+
+        def _client_for_this_loop(self) -> None:
+            loop = asyncio.get_running_loop()
+            if self._loop is loop:
+                return
+            key = self.openai_api_key
+            limit = self.request_timeout
+            timeout = float(limit) if isinstance(limit, int | float) else None  # `make_chat_model` sets a float
+            client = openai.AsyncOpenAI(
+                api_key=key.get_secret_value() if isinstance(key, SecretStr) else OPENAI_NO_KEY,
+                base_url=self.openai_api_base, timeout=timeout, max_retries=self.max_retries or 0,
+                organization=self.openai_organization, default_headers=self.default_headers,
+                default_query=self.default_query, http_client=openai.DefaultAsyncHttpxClient(timeout=timeout))
+            self.root_async_client = client
+            self.async_client = client.chat.completions
+            self._loop = loop
+
+        async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            self._client_for_this_loop()
+            async for chunk in super()._astream(*args, **kwargs):
+                yield chunk
+
+        async def _agenerate(self, *args: Any, **kwargs: Any) -> Any:
+            self._client_for_this_loop()
+            return await super()._agenerate(*args, **kwargs)
+
+    PerLoopChatOpenAI.__name__ = PerLoopChatOpenAI.__qualname__ = "ChatOpenAI"  # what traces and tests show
+    return PerLoopChatOpenAI

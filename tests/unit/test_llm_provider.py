@@ -190,3 +190,14 @@ def test_the_clients_own_timeout_is_an_outage_too(server: FakeOpenAIServer) -> N
     with pytest.raises(LLMUnavailable) as info:
         asyncio.run(router.aroute("Как настроить CORS?", timeout_s=5.0, raise_unavailable=True))
     assert info.value.cause == OfflineCause.TIMEOUT and info.value.detail.endswith("TimeoutError")
+
+
+def test_the_model_answers_in_every_event_loop_it_is_called_from(server: FakeOpenAIServer) -> None:
+    """`lotsman eval --llm` runs each corpus in its own `asyncio.run` with one chat model, and so does `lotsman
+    chat` each turn: ChatOpenAI's cached async HTTP client kept a connection of the first loop, and the second
+    loop's first call died with `RuntimeError: Event loop is closed` (seen on the second corpus of a real run)."""
+    server.script_chat([Text("first"), Text("second"), Text("third")])
+    model = make_chat_model(openai_settings(server))
+    assert model is not None
+
+    assert [asyncio.run(model.ainvoke(q)).content for q in ("a", "b", "c")] == ["first", "second", "third"]
