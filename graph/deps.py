@@ -273,11 +273,11 @@ def _openai_chat_model(settings: Settings, timeout: float, retries: int) -> Base
 def per_loop_chat_openai() -> type[ChatOpenAI]:
     """`ChatOpenAI` with an async client of its own for each event loop it is called from.
 
-    `lotsman eval --llm` runs each corpus in its own `asyncio.run` with one chat model, `lotsman chat` each
-    turn: ChatOpenAI's async HTTP client (shared by every instance on the same URL) kept a connection of the
-    first loop, and the next loop's first call failed with `RuntimeError: Event loop is closed`. A call from
-    another loop than the last one now builds a fresh `AsyncOpenAI` and HTTP client for it (the sync
-    client, which the router's thread uses, has no loop). GigaChat's SDK does not keep one.
+    `lotsman eval --llm` runs each corpus in its own `asyncio.run` with one chat model (so does any caller
+    running turns in `asyncio.run` one by one): ChatOpenAI's async HTTP client (shared by every instance on
+    the same URL) kept a connection of the first loop, and the next loop's first call failed with
+    `RuntimeError: Event loop is closed`. A call from another loop than the last one now builds a fresh
+    `AsyncOpenAI` and HTTP client for it (the sync client, which the router's thread uses, has no loop).
     """
     import asyncio
 

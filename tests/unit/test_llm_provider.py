@@ -193,9 +193,9 @@ def test_the_clients_own_timeout_is_an_outage_too(server: FakeOpenAIServer) -> N
 
 
 def test_the_model_answers_in_every_event_loop_it_is_called_from(server: FakeOpenAIServer) -> None:
-    """`lotsman eval --llm` runs each corpus in its own `asyncio.run` with one chat model, and so does `lotsman
-    chat` each turn: ChatOpenAI's cached async HTTP client kept a connection of the first loop, and the second
-    loop's first call died with `RuntimeError: Event loop is closed` (seen on the second corpus of a real run)."""
+    """`lotsman eval --llm` runs each corpus in its own `asyncio.run` with one chat model: ChatOpenAI's cached
+    async HTTP client kept a connection of the first loop, and the second loop's first call died with
+    `RuntimeError: Event loop is closed` (seen on the second corpus of a real run)."""
     server.script_chat([Text("first"), Text("second"), Text("third")])
     model = make_chat_model(openai_settings(server))
     assert model is not None
