@@ -33,7 +33,7 @@ from nodes.context_retrieval.pack import index_source_reader
 from nodes.context_retrieval.rank_features import RankQuery
 from nodes.context_retrieval.relax import RelaxStep, can_find, next_step, relax_plan
 from nodes.conversation_understanding import is_generic_term
-from nodes.layout import RepoLayout, overview_request, says_this_project, translate_prefixes
+from nodes.layout import RepoLayout, about_the_project, overview_request, says_this_project, translate_prefixes
 from nodes.retrieval_policy import CodePlan, RetrievalPlan, RetrievalProfile
 from nodes.terms import key_terms
 from stores.errors import LaneBudgetExceeded
@@ -300,12 +300,11 @@ class RetrievalAdapter:
 
         hints = list(plan.filters.target_doc_hints or [])
         names = named_terms(query)
-        out.overview = self._overview(query)
-        # the front doors compete for an overview and for any question that says "this project" in so many
-        # words (how it is built, where it keeps data: the README says so); the question decides, not its
-        # route: GENERAL_QA is seed 002's fallback for a question with no docs anchor, mostly a practical
-        # one that the whole project answers (issue 41 item 4)
-        landing = out.overview or says_this_project(query)
+        out.overview = self._overview(plan, query)
+        # the front doors compete for an overview, a general question, and any question that says "this
+        # project" in so many words (how it is built, where it keeps data: the README says so)
+        landing = (out.overview or plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY
+                   or says_this_project(query))
         paths_f = submit("paths", lambda: self._path_lanes(session, hints, file_names, on, landing=landing))
         absent_f = submit("names", lambda: self.repository.absent_terms(session, names)) if names else None
         embedding = _timed(out.timings_ms, "embed", lambda: self.embedder.embed_query(query)) \
@@ -338,8 +337,10 @@ class RetrievalAdapter:
         out.absent_names = result(absent_f, "names", []) if absent_f is not None else []
         return out
 
-    def _overview(self, query: str) -> bool:
-        """Whether the request is an overview of the repository (its landing pages answer it), on any route."""
+    def _overview(self, plan: RetrievalPlan, query: str) -> bool:
+        """Whether the request is an overview of the repository (its landing pages answer it)."""
+        if plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY:
+            return about_the_project(query, self.layout)
         topics = [t for t in key_terms(query) if not is_generic_term(t)]
         return overview_request(query, topics, self.layout)
 
