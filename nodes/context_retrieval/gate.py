@@ -220,7 +220,7 @@ def relevance_gate(rows: Sequence[EvidenceRow], terms: Sequence[str], *, thresho
         absent_names: names from the request (`named_terms`) that occur nowhere in the index.
         named_files: file names the user wrote; finding one passes the gate (hints derived from aliases
             do not: an alias match alone says little about whether the question is answerable).
-        overview: the request asks about the repository itself (`nodes.layout.overview_request`).
+        overview: the request asks about the repository itself (`nodes.layout.about_the_project`).
         ranker_scores: the learned ranker's scores, best first (recorded for calibration).
     """
     signals = gate_signals(rows, terms, query=query, absent_names=absent_names, named_files=named_files,
