@@ -32,6 +32,7 @@ from nodes.context_retrieval.merge import (
 from nodes.context_retrieval.pack import index_source_reader
 from nodes.context_retrieval.rank_features import RankQuery
 from nodes.context_retrieval.relax import RelaxStep, can_find, next_step, relax_plan
+from nodes.context_retrieval.units import UnitScorer, index_unit_reader, load_unit_scorer
 from nodes.conversation_understanding import is_generic_term
 from nodes.layout import RepoLayout, about_the_project, overview_request, says_this_project, translate_prefixes
 from nodes.retrieval_policy import CodePlan, RetrievalPlan, RetrievalProfile
@@ -149,6 +150,7 @@ class RetrievalAdapter:
             whose layers hold nothing is skipped instead of queried (a code-only repository has no docs
             layers: on the standard library at 100k rows that was up to three round trips per request).
         learned_ranker: the model behind `ranker="learned"` (None: the shipped one, loaded on first use).
+        unit_scorer: the unit model of the learned ranker's pack (None: the shipped one, loaded on first use).
     """
 
     def __init__(self, repository: RagRepository, embedder: Embeddings, *, executor: Executor | None = None,
@@ -156,7 +158,8 @@ class RetrievalAdapter:
                  stop_lexemes: Sequence[str] = (), ambient_code: bool = True,
                  layout: RepoLayout | None = None, gate: GateThresholds | None = None,
                  symbols: frozenset[str] = frozenset(), bridge: bool = False, exact_vectors: bool = False,
-                 present_layers: frozenset[str] | None = None, learned_ranker: LearnedRanker | None = None) -> None:
+                 present_layers: frozenset[str] | None = None, learned_ranker: LearnedRanker | None = None,
+                 unit_scorer: UnitScorer | None = None) -> None:
         self.repository = repository
         self.embedder = embedder
         self.executor = executor or InlineExecutor()
@@ -171,6 +174,7 @@ class RetrievalAdapter:
         self.exact_vectors = exact_vectors
         self.present_layers = present_layers
         self.learned_ranker = learned_ranker
+        self.unit_scorer = unit_scorer
 
     def fetch_rows(
         self, session: RagSession, plan: RetrievalPlan, code_plan: CodePlan | None, query: str, *,
@@ -217,6 +221,10 @@ class RetrievalAdapter:
             overview=gathered.overview, ranker=learned,
             # the pack's spare room takes the source lines of the core's symbol cards (one statement)
             read_sources=index_source_reader(self.repository, session) if lanes_enabled is None else None,
+            # with the learned ranker, the rest of the cap takes the best units (statements, code facts,
+            # sentences, list items, table rows) of the core's first files instead (two statements)
+            read_units=index_unit_reader(self.repository, session) if learned is not None else None,
+            unit_scorer=self._unit_scorer() if learned is not None else None,
             rank_query=RankQuery(
                 query, key, find_files=plan.profile == RetrievalProfile.FILE_LOOKUP, code_plan=code_plan is not None,
                 explicit_code=code_plan is not None and code_plan.explicit,
@@ -227,6 +235,11 @@ class RetrievalAdapter:
         result = merge_lanes(gathered, spec)
         result.timings_ms["merge"] = _ms(t0)
         return result
+
+    def _unit_scorer(self) -> UnitScorer:
+        if self.unit_scorer is None:
+            self.unit_scorer = load_unit_scorer()
+        return self.unit_scorer
 
     def _learned(self) -> LearnedRanker:
         if self.learned_ranker is None:

@@ -1,7 +1,8 @@
 """The merge of context_retrieval (pure): lanes in, capped and gated evidence out.
 
 fuse (weighted RRF, dedupe) → demote tests → file diversity → a reserved slot for code → relevance gate →
-token cap → the cap's remaining room filled with further candidates (`pack.py`). Lane I/O lives in
+token cap → the cap's remaining room filled with the best units of the core's first files (`units.py`, with
+the learned ranker) or with further candidates (`pack.py`). Lane I/O lives in
 `adapter.py`; everything here is table-tested without a database.
 """
 
@@ -16,6 +17,7 @@ from nodes.context_retrieval.fusion import DEFAULT_LANE_WEIGHTS, SAME_FILE_DECAY
 from nodes.context_retrieval.gate import GateDecision, GateThresholds, relevance_gate
 from nodes.context_retrieval.learned_ranker import LearnedRanker
 from nodes.context_retrieval.pack import (
+    FILL_MARK,
     SourceReader,
     apply_token_cap,
     card_spans,
@@ -24,6 +26,7 @@ from nodes.context_retrieval.pack import (
     symbol_cards,
 )
 from nodes.context_retrieval.rank_features import RankQuery
+from nodes.context_retrieval.units import UnitReader, UnitScorer, unit_pack
 from nodes.evidence import EvidenceRow
 from nodes.retrieval_policy import CodePlan
 from stores.errors import LaneBudgetExceeded
@@ -89,6 +92,10 @@ class MergeSpec:
     """What the learned ranker knows of the request (defaults to the query and key terms)."""
     read_sources: SourceReader | None = None
     """Reads the source chunks of the core's symbol cards for the fill (`pack.py`; None: no read)."""
+    read_units: UnitReader | None = None
+    """Reads the rows of the core's first files for the unit fill (`units.py`; None: the rows' fill)."""
+    unit_scorer: UnitScorer | None = None
+    """Scores those files' units (None: the rows' fill)."""
 
 
 @dataclass
@@ -236,8 +243,29 @@ def merge_lanes(gathered: GatheredLanes, spec: MergeSpec) -> RetrievalResult:
     if reordered is not None:
         ranked = reordered
     core = apply_token_cap(ranked[: max(spec.top_k, spec.plan_limit)], spec.token_cap)
-    rows = core if spec.plain else fill_budget(core, [*ranked, *card_sources(core, ranked, spec)], spec.token_cap,
-                                               spec.key_terms)
+    units = None if spec.plain else fill_units(core, ranked, gathered, spec)
+    if units is not None:
+        rows, kept = units
+    else:
+        rows = core if spec.plain else fill_budget(core, [*ranked, *card_sources(core, ranked, spec)],
+                                                   spec.token_cap, spec.key_terms)
+        kept = len(core)
     return RetrievalResult(rows=rows, relevant=decision.passed, gate=decision,
                            lane_sizes={k: len(v) for k, v in gathered.lanes.items()},
-                           timings_ms=dict(gathered.timings_ms), relaxation=gathered.relaxation, core=len(core))
+                           timings_ms=dict(gathered.timings_ms), relaxation=gathered.relaxation, core=kept)
+
+
+def fill_units(core: Sequence[EvidenceRow], ranked: Sequence[EvidenceRow], gathered: GatheredLanes,
+               spec: MergeSpec) -> tuple[list[EvidenceRow], int] | None:
+    """The pack of the unit fill (`units.unit_pack`: the core's first rows, then the best units of its first
+    files) and how many of its rows are the core; None without a reader and a scorer, or when the database
+    cancels the read (the rows' fill then stands in: like a slow lane, it costs only the units)."""
+    if spec.read_units is None or spec.unit_scorer is None or not core:
+        return None
+    try:
+        rows = unit_pack(core, ranked, spec.rank_query or RankQuery(spec.query, spec.key_terms), spec.read_units,
+                         spec.unit_scorer, spec.token_cap, embedding=gathered.embedding,
+                         similarity=gathered.similarity)
+    except LaneBudgetExceeded:
+        return None
+    return rows, sum(1 for r in rows if not r.metadata.get(FILL_MARK))

@@ -668,6 +668,19 @@ def pack_units(pack: Sequence[EvidenceRow], units: Sequence[Unit], scores: np.nd
     return out
 
 
+def kept_core(core: Sequence[EvidenceRow], keep: int = UNIT_KEEP) -> list[EvidenceRow]:
+    """The core's first `keep` rows, and after them the first row of each further file of the core: the units
+    take the room of a file's second and third rows, never a file's place among the retrieved files (which
+    files answer, recall@k)."""
+    kept = list(core[:keep])
+    seen = {r.path for r in kept}
+    for r in core[keep:]:
+        if r.path not in seen:
+            kept.append(r)
+            seen.add(r.path)
+    return kept
+
+
 def unit_pack(core: Sequence[EvidenceRow], ranked: Sequence[EvidenceRow], query: RankQuery,
               read: UnitReader, scorer: UnitScorer, cap: int, *, embedding: Sequence[float] | None = None,
               similarity: Mapping[str, float] | None = None, keep: int = UNIT_KEEP,
@@ -678,7 +691,7 @@ def unit_pack(core: Sequence[EvidenceRow], ranked: Sequence[EvidenceRow], query:
     Raises whatever `read` raises (the caller falls back to the rows' fill when the database cancels it).
     """
     paths = unit_files(core, files)
-    kept = list(core[:keep])
+    kept = kept_core(core, keep)
     if not paths:
         return kept
     rows, distances = read(paths, embedding)

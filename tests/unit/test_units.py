@@ -12,6 +12,7 @@ from nodes.context_retrieval.units import (
     UNIT_MARK,
     UnitContext,
     heuristic_scores,
+    kept_core,
     pack_units,
     split_code,
     split_doc,
@@ -176,3 +177,46 @@ def test_units_of_the_pack_fill_join_adjacent_lines_and_respect_the_cap() -> Non
 def test_no_units_no_features() -> None:
     assert unit_features([], [], context("q", [])).shape == (0, len(UNIT_FEATURES))
     assert np.array_equal(heuristic_scores(np.zeros((0, len(UNIT_FEATURES)))), np.zeros(0))
+
+
+def test_the_kept_core_keeps_every_file_of_the_core() -> None:
+    core = [EvidenceRow(id=str(i), path=p, layer="D0_DOC_CHUNKS")
+            for i, p in enumerate(["a.md", "a.md", "b.md", "a.md", "c.md", "b.md", "d.md", "d.md"])]
+    assert [r.id for r in kept_core(core, 3)] == ["0", "1", "2", "4", "6"]
+    assert kept_core(core, 20) == core
+
+
+def test_a_cancelled_unit_read_falls_back_to_the_rows_fill() -> None:
+    from nodes.context_retrieval.merge import GatheredLanes, MergeSpec, merge_lanes
+    from nodes.context_retrieval.units import UnitScorer
+    from stores.errors import LaneBudgetExceeded
+
+    def cancelled(files, embedding):  # type: ignore[no-untyped-def]
+        raise LaneBudgetExceeded("statement timeout")
+
+    row = {"id": "d0", "path": "docs/usage.md", "layer": "D0_DOC_CHUNKS", "title": "Usage",
+           "content": "The client retries three times.", "span_start": 1, "span_end": 1}
+    scorer = UnitScorer.__new__(UnitScorer)
+    spec = MergeSpec(query="retries", key_terms=["retries"], top_k=1, plan_limit=1, read_units=cancelled,
+                     unit_scorer=scorer)
+    result = merge_lanes(GatheredLanes(lanes={"exact": [row]}), spec)
+    assert [r.id for r in result.rows] == ["d0"] and result.core == 1
+
+
+def test_the_unit_fill_keeps_the_core_ahead_and_counts_it() -> None:
+    from nodes.context_retrieval.merge import GatheredLanes, MergeSpec, merge_lanes
+    from nodes.context_retrieval.units import load_unit_scorer
+
+    r = rows()
+
+    def read(files, embedding):  # type: ignore[no-untyped-def]
+        return [x for x in r if x["path"] in files], {}
+
+    head = dict(r[2], content="# Usage", span_end=1)
+    spec = MergeSpec(query="What is the default timeout of the client?", key_terms=["timeout", "client"],
+                     top_k=1, plan_limit=1, read_units=read, unit_scorer=load_unit_scorer())
+    code = {**r[0], "id": "c0"}
+    result = merge_lanes(GatheredLanes(lanes={"exact": [head, code]}), spec)
+    assert result.core == 1 and result.rows[0].id == "d0"  # the core (top_k 1) stays first and is counted
+    assert all(x.metadata.get(UNIT_MARK) for x in result.rows[result.core:])
+    assert any("The client retries three times." in x.content for x in result.rows[result.core:])
