@@ -56,6 +56,7 @@ from nodes.context_retrieval.units import (
     Unit,
     UnitContext,
     heuristic_scores,
+    kept_core,
     nearest_units,
     pack_units,
     split_rows,
@@ -351,7 +352,7 @@ def recall(facts: Sequence[str], texts: Sequence[str]) -> float:
 
 def pack_metrics(g: Group, scores: np.ndarray, cap: int = TOKEN_CAP, rest: bool = False,
                  keep: int = UNIT_KEEP) -> dict[str, float]:
-    """Key-fact recall of: the pack retrieval gave (`base`), its core, the core's first `keep` rows plus the
+    """Key-fact recall of: the pack retrieval gave (`base`), its core, the kept core (`kept_core`) plus the
     best units by `scores` at `cap` as `unit_pack` builds it (then, with `rest`, the rows' fill of other files
     in the room left), and the ceiling of the units (any unit of the files, with the core)."""
     case = g.case
@@ -359,7 +360,7 @@ def pack_metrics(g: Group, scores: np.ndarray, cap: int = TOKEN_CAP, rest: bool 
     pack = [EvidenceRow.model_validate(r) for r in case["pack"]]
     core = pack[: case["core"]]
     ranked = [EvidenceRow(id=r["id"], path=r["path"], layer="", fused_score=r["fused_score"]) for r in case["ranked"]]
-    filled = pack_units(core[:keep], g.units, scores, g.rows, ranked, cap)
+    filled = pack_units(kept_core(core, keep), g.units, scores, g.rows, ranked, cap)
     if rest:
         from nodes.context_retrieval.gate import row_tokens
         used = sum(row_tokens(r) for r in filled)
