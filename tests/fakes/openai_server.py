@@ -60,6 +60,8 @@ class ToolCall:
 
     arguments: dict[str, Any] | str
     name: str | None = None
+    repeat_name: bool = False
+    """Send the name in every streamed chunk, as llama-cpp-python's server does (LangChain then joins them)."""
 
 
 @dataclass(frozen=True)
@@ -283,7 +285,8 @@ def _assistant_message(reply: Reply, request: dict[str, Any]) -> tuple[dict[str,
                                                                                    ensure_ascii=False)
         call = {"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
                 "function": {"name": reply.name or _tool_name(request), "arguments": args}}
-        return {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return ({**message, "repeat_name": True} if reply.repeat_name else message), "tool_calls"
     text = reply if isinstance(reply, Text) else Text(str(reply))
     return {"role": "assistant", "content": text.content}, text.finish_reason
 
@@ -295,8 +298,9 @@ def _deltas(message: dict[str, Any], size: int) -> Iterator[dict[str, Any]]:
         yield {"role": "assistant", "content": None, "tool_calls": [
             {"index": 0, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"],
                                                                            "arguments": ""}}]}
+        name = {"name": call["function"]["name"]} if message.get("repeat_name") else {}
         for i in range(0, len(args), size):
-            yield {"tool_calls": [{"index": 0, "function": {"arguments": args[i : i + size]}}]}
+            yield {"tool_calls": [{"index": 0, "function": {**name, "arguments": args[i : i + size]}}]}
         return
     text = message["content"] or ""
     yield {"role": "assistant", "content": ""}
@@ -385,7 +389,7 @@ class Replay:
 
     def _reply(self, entry: dict[str, Any], request: dict[str, Any]) -> Reply:
         if "tool" in entry:
-            return ToolCall(arguments=entry["tool"])
+            return ToolCall(arguments=entry["tool"], repeat_name=bool(entry.get("repeat_name")))
         return Text(fill(str(entry["text"]), request), entry.get("finish_reason", "stop"))
 
 
