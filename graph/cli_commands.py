@@ -268,6 +268,7 @@ def _print_answer(out: dict[str, Any], *, as_json: bool) -> None:
                                                 "routing_mode", "target_terms", "anchors")},
             "abstained": out.get("abstained", False),
             "answer_mode": out.get("answer_mode", "offline"),
+            "llm_events": out.get("llm_events", []),
             "offline_reason": out.get("offline_reason", ""),
             "revision": out.get("revision"),
             "timings_ms": out.get("timings_ms", {}),

@@ -28,7 +28,8 @@ EVAL_CORPUS_SKIP = "eval corpus unavailable"
 """Skip prefix of tests/integration/test_datasets_valid.py (the eval suites' corpora), counted the same way."""
 
 # Offline and quiet for every test, whatever the developer's shell has.
-for var in ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "GIGACHAT_CREDENTIALS", "DATABASE_URL"):
+for var in ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "GIGACHAT_CREDENTIALS", "DATABASE_URL", "LOTSMAN_LLM_PROVIDER",
+            "LOTSMAN_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
     os.environ.pop(var, None)
 os.environ.update(LANGSMITH_TRACING="false", LANGCHAIN_TRACING_V2="false", LANGGRAPH_CLI_NO_ANALYTICS="1",
                   LANGGRAPH_NO_VERSION_CHECK="true")

@@ -60,7 +60,8 @@ def test_ask_json(lotsman: Run, indexed: str, small_corpus: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert set(out) == {"answer", "citations", "route", "abstained", "answer_mode", "offline_reason", "revision",
-                        "timings_ms"}
+                        "timings_ms", "llm_events"}
+    assert out["llm_events"] == []  # offline: no model call to repair, re-ask or fall back from
     assert out["abstained"] is False and out["answer"].strip()
     assert out["revision"] is None  # a working tree's session (`index --ref` sessions name their commit)
     assert (out["answer_mode"], out["offline_reason"]) == ("offline", "no chat model configured")  # by design
