@@ -35,4 +35,4 @@ def eval_context(session: str, retriever: str, settings: Any, ranker: str | None
     default), top-k and token cap."""
     extra = {"ranker": ranker} if ranker is not None else {}
     return Context(rag_session_id=session, retriever=retriever, token_cap=settings.token_cap, top_k=settings.top_k,
-                   **extra)
+                   llm_timeout_s=settings.gigachat.timeout, **extra)

@@ -106,7 +106,8 @@ async def _ask_once(settings: Settings, question: str, session: str, *, thread_i
     config = {"configurable": {"thread_id": thread_id or uuid.uuid4().hex}, "run_id": run_id,
               "metadata": {SOURCE_KEY: "cli", "run_id": str(run_id)}}
     inputs = {"messages": [HumanMessage(question)]}
-    context = Context(rag_session_id=session, token_cap=settings.token_cap, top_k=settings.top_k)
+    context = Context(rag_session_id=session, token_cap=settings.token_cap, top_k=settings.top_k,
+                      llm_timeout_s=settings.gigachat.timeout)
     if printer is None:
         return await graph.ainvoke(inputs, config=config, context=context)
     final: dict[str, Any] = {}
