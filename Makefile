@@ -8,7 +8,7 @@ QUESTION ?= Как Lotsman выбирает профиль retrieval для во
 export LANGGRAPH_CLI_NO_ANALYTICS = 1
 export LANGGRAPH_NO_VERSION_CHECK = true
 
-.PHONY: setup demo test test-unit bench lint eval ranker clean
+.PHONY: setup demo test test-unit bench lint eval ranker units clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -55,6 +55,14 @@ CORPORA ?=
 ranker: setup
 	$(BIN)/python -m evals.train_ranker --collect $(RANKER_FEATURES) $(if $(CORPORA),--corpora-dir $(CORPORA))
 	$(BIN)/python -m evals.train_ranker --features $(RANKER_FEATURES) --seeds 7,11,23 --out $(RANKER_OUT)
+
+# The learned unit scorer of the evidence pack (issue 38): retrieval over every dev case writes UNIT_CASES (the
+# eval sessions must be indexed: run `make ranker` or an eval first), then training from that file alone gives
+# the same bytes every time (nodes/context_retrieval/unit_model.json).
+UNIT_CASES ?= out/unit-cases.json.gz
+units: setup
+	$(BIN)/python -m evals.train_units --collect $(UNIT_CASES)
+	$(BIN)/python -m evals.train_units --cases $(UNIT_CASES)
 
 clean:
 	rm -rf $(VENV) .data out
