@@ -46,7 +46,7 @@ def test_empty_modules_are_counted_not_listed_as_skipped(lotsman, tmp_path: Path
     assert verbose.returncode == 0, verbose.stderr
     assert "empty pkg/__init__.py" in verbose.stdout and "empty pkg/sub/__init__.py" in verbose.stdout
 
-    (root / "pkg/tools.py").write_text("")  # emptied mid-edit: keeps its last rows, counted as empty
+    (root / "pkg/tools.py").write_text("")  # emptied: counted as empty, and its old rows go (a4c29dc)
     (root / "docs/guide.md").write_text("# Guide\n\nThe harbour pilot boards by the ladder on the lee side.\n")
     diff = lotsman("index", str(root), "--session", session_name, "--json", LOTSMAN_EMBEDDER="fake")
     assert diff.returncode == 0, diff.stderr
@@ -55,4 +55,5 @@ def test_empty_modules_are_counted_not_listed_as_skipped(lotsman, tmp_path: Path
     assert report["skipped"] == [{"path": "docs/blank.md", "reason": "empty file"}]
     found = lotsman("retrieve", "harbour_pilot", "--session", session_name, "--json", LOTSMAN_EMBEDDER="fake")
     assert found.returncode == 0, found.stderr
-    assert "pkg/tools.py" in {row["path"] for row in json.loads(found.stdout)["rows"]}
+    # an emptied module no longer answers with lines it does not have (review of issue 37, finding 17)
+    assert "pkg/tools.py" not in {row["path"] for row in json.loads(found.stdout)["rows"]}
