@@ -405,22 +405,11 @@ def _stems(words: Sequence[str] | set[str]) -> set[str]:
     return out
 
 
-def unit_features(units: Sequence[Unit], rows: Sequence[Mapping[str, Any]], ctx: UnitContext) -> np.ndarray:
-    """The feature matrix of `units` (cut from `rows`), one row per unit, columns as `UNIT_FEATURES`."""
+def _lexical_columns(units: Sequence[Unit], words: Sequence[set[str]], q_words: Sequence[str]
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """IDF overlap, BM25 (relative to the best) and the overlap's rank of each unit, over the candidate files'
+    units and the request's words only."""
     n = len(units)
-    if n == 0:
-        return np.zeros((0, len(UNIT_FEATURES)))
-    text = ctx.query.text[:1000]
-    low_query = text.lower()
-    q_words = sorted({w for w in _WORD.findall(low_query) if len(w) > 2})
-    q_stems = _stems(q_words)
-    terms = [t.lower() for t in ctx.query.key_terms if t]
-    t_stems = {t[:STEM_CHARS] for t in terms}
-    identifiers = set(_IDENTIFIER.findall(text))
-    file_rank = {p: k for k, p in enumerate(dict.fromkeys(ctx.files))}
-    words = [set(_WORD.findall(u.text.lower())) for u in units]
-    stems = [_stems(w) for w in words]
-    # IDF and BM25 over the candidate files' units (the request's words only)
     df = {w: 0 for w in q_words}
     for ws in words:
         for w in q_words:
@@ -445,6 +434,63 @@ def unit_features(units: Sequence[Unit], rows: Sequence[Mapping[str, Any]], ctx:
     order = np.argsort(-overlap, kind="stable")
     overlap_rank = np.empty(n)
     overlap_rank[order] = np.arange(n)
+    return overlap, bm25_rel, overlap_rank
+
+
+def _distance_columns(units: Sequence[Unit], rows: Sequence[Mapping[str, Any]], row_ids: Sequence[str],
+                      own: set[str], ctx: UnitContext
+                      ) -> tuple[list[float | None], float, dict[float, int], dict[str, float]]:
+    """Each unit's distance to the request (its row's; a code fact reads the distance of the source chunk
+    holding its lines), the best one, each distance's rank and each file's best."""
+    dist = {k: d for k, d in ctx.row_distance.items() if k in own}
+    spans: dict[str, list[tuple[int, int, float]]] = {}
+    for r in rows:
+        d = dist.get(str(r.get("id") or ""))
+        if d is not None:
+            spans.setdefault(str(r.get("path") or ""), []).append((int(r.get("span_start") or 1),
+                                                                  int(r.get("span_end") or 1), d))
+    best_dist = min(dist.values()) if dist else 0.0
+    dist_rank = {d: k for k, d in enumerate(sorted(set(dist.values())))}
+    file_dist = {p: min(d for _, _, d in v) for p, v in spans.items()}
+    unit_dist: list[float | None] = []
+    for u in units:
+        d = dist.get(row_ids[u.row]) if u.row < len(row_ids) else None
+        if d is None:
+            d = min((x for a, b, x in spans.get(u.path, ()) if a <= u.start and u.end <= b), default=None)
+        unit_dist.append(d)
+    return unit_dist, best_dist, dist_rank, file_dist
+
+
+def _grouped_columns(units: Sequence[Unit], stems: Sequence[set[str]]
+                     ) -> tuple[dict[int, set[str]], dict[str, int], dict[str, int]]:
+    """The stems of each row's units together, each file's unit count and its last line."""
+    row_stems: dict[int, set[str]] = {}
+    for i, u in enumerate(units):
+        row_stems.setdefault(u.row, set()).update(stems[i])
+    file_units: dict[str, int] = {}
+    file_last: dict[str, int] = {}
+    for u in units:
+        file_units[u.path] = file_units.get(u.path, 0) + 1
+        file_last[u.path] = max(file_last.get(u.path, 1), u.end)
+    return row_stems, file_units, file_last
+
+
+def unit_features(units: Sequence[Unit], rows: Sequence[Mapping[str, Any]], ctx: UnitContext) -> np.ndarray:
+    """The feature matrix of `units` (cut from `rows`), one row per unit, columns as `UNIT_FEATURES`."""
+    n = len(units)
+    if n == 0:
+        return np.zeros((0, len(UNIT_FEATURES)))
+    text = ctx.query.text[:1000]
+    low_query = text.lower()
+    q_words = sorted({w for w in _WORD.findall(low_query) if len(w) > 2})
+    q_stems = _stems(q_words)
+    terms = [t.lower() for t in ctx.query.key_terms if t]
+    t_stems = {t[:STEM_CHARS] for t in terms}
+    identifiers = set(_IDENTIFIER.findall(text))
+    file_rank = {p: k for k, p in enumerate(dict.fromkeys(ctx.files))}
+    words = [set(_WORD.findall(u.text.lower())) for u in units]
+    stems = [_stems(w) for w in words]
+    overlap, bm25_rel, overlap_rank = _lexical_columns(units, words, q_words)
     # the containing row's standing in the first stage
     # the first stage's candidates among the files' rows (and the core), relative to each other: the same
     # figures whatever else the ranking held
@@ -459,32 +505,8 @@ def unit_features(units: Sequence[Unit], rows: Sequence[Mapping[str, Any]], ctx:
     best_learned, worst_learned = (max(learned), min(learned)) if learned else (1.0, 0.0)
     similarity = {k: d for k, d in ctx.similarity.items() if k in own}
     best_cos = min(similarity.values()) if similarity else 0.0
-    row_stems: dict[int, set[str]] = {}
-    for i, u in enumerate(units):
-        row_stems.setdefault(u.row, set()).update(stems[i])
-    file_units: dict[str, int] = {}
-    file_last: dict[str, int] = {}
-    for u in units:
-        file_units[u.path] = file_units.get(u.path, 0) + 1
-        file_last[u.path] = max(file_last.get(u.path, 1), u.end)
-    # every embedded row's distance: a code fact reads the distance of the source chunk holding its lines
-    dist = {k: d for k, d in ctx.row_distance.items() if k in own}
-    spans: dict[str, list[tuple[int, int, float]]] = {}
-    for r in rows:
-        d = dist.get(str(r.get("id") or ""))
-        if d is not None:
-            spans.setdefault(str(r.get("path") or ""), []).append((int(r.get("span_start") or 1),
-                                                                  int(r.get("span_end") or 1), d))
-    best_dist = min(dist.values()) if dist else 0.0
-    by_dist = sorted(set(dist.values()))
-    dist_rank = {d: k for k, d in enumerate(by_dist)}
-    file_dist = {p: min(d for _, _, d in v) for p, v in spans.items()}
-    unit_dist: list[float | None] = []
-    for u in units:
-        d = dist.get(row_ids[u.row]) if u.row < len(row_ids) else None
-        if d is None:
-            d = min((x for a, b, x in spans.get(u.path, ()) if a <= u.start and u.end <= b), default=None)
-        unit_dist.append(d)
+    row_stems, file_units, file_last = _grouped_columns(units, stems)
+    unit_dist, best_dist, dist_rank, file_dist = _distance_columns(units, rows, row_ids, own, ctx)
     query_cyr = cyrillic_share(text)
     request = [float(ctx.query.find_files), float(ctx.query.code_plan), float(ctx.query.explicit_code),
                float(ctx.query.general)]
