@@ -23,22 +23,11 @@ from nodes.intent_routing import IntentRouter
 from nodes.llm_budget import LLMUnavailable, OfflineCause
 from tests.fakes.gigachat_server import Delay, Fail, RecordedRequest
 from tests.fakes.openai_server import FakeOpenAIServer, Text, ToolCall, make_fake_openai_chat
+from tests.unit.test_settings_env import ENV_PREFIXES, clean_env  # noqa: F401 - autouse: only the variables a test sets
 
 ROOT = Path(__file__).resolve().parents[2]
-ENV_PREFIXES = ("LOTSMAN_", "GIGACHAT_", "LANGSMITH_", "OPENAI_")
 ROUTE = {"routing_domain": "DOCS", "intent": "DOC_EXPLAIN", "subintent": "SUMMARY", "confidence": 0.8,
          "reason_short": "how to configure"}
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in list(os.environ):
-        if name.startswith(ENV_PREFIXES):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:9/none?connect_timeout=1")
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
 
 
 @pytest.fixture

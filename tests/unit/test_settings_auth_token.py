@@ -6,22 +6,9 @@ import pytest
 
 import graph.cli as cli
 from graph.settings import MIN_AUTH_TOKEN_CHARS, SettingsError, get_settings
+from tests.unit.test_settings_env import clean_env  # noqa: F401 - autouse: only the variables a test sets
 
-ENV_PREFIXES = ("LOTSMAN_", "GIGACHAT_", "LANGSMITH_")
 GOOD = "k3y-" + "x" * (MIN_AUTH_TOKEN_CHARS - 4)
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
-    for name in list(os.environ):
-        if name.startswith(ENV_PREFIXES):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:9/none?connect_timeout=1")
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
 
 
 @pytest.mark.parametrize(("value", "says"), [

@@ -7,7 +7,7 @@ import pytest
 import graph.cli as cli
 from graph.settings import SettingsError, get_settings
 
-ENV_PREFIXES = ("LOTSMAN_", "GIGACHAT_", "LANGSMITH_")
+ENV_PREFIXES = ("LOTSMAN_", "GIGACHAT_", "LANGSMITH_", "OPENAI_")
 
 
 @pytest.fixture(autouse=True)
