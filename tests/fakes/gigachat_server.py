@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs
 
 import pytest
@@ -107,7 +107,50 @@ class RecordedRequest:
         return {k: v[0] for k, v in parse_qs(self.body.decode()).items()}
 
 
-class FakeGigaChatServer:
+class ServedFake:
+    """A fake HTTP API on 127.0.0.1 (a random free port) served from a background thread: the lifecycle the
+    GigaChat and OpenAI-compatible fakes share. A subclass names its handler class and its thread."""
+
+    thread_name = "fake-api"
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        handler = type("_BoundHandler", (self.handler_class(),), {"fake": self})
+        self._httpd = _QuietServer(("127.0.0.1", 0), handler)
+        # A short poll interval keeps `stop()` (and so every test's teardown) fast.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name=self.thread_name, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()  # wakes handlers sleeping in a Delay
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return int(self._httpd.server_address[1])
+
+
+class FakeGigaChatServer(ServedFake):
     """GigaChat API fake on 127.0.0.1 (random free port) served from a background thread.
 
     Args:
@@ -127,6 +170,7 @@ class FakeGigaChatServer:
         default_reply: Reply = "OK",
         stream_chunk_chars: int = 12,
     ) -> None:
+        super().__init__()
         self.credentials = credentials
         self.scope = scope
         self.embedding_dim = embedding_dim
@@ -137,44 +181,13 @@ class FakeGigaChatServer:
         self._requests: list[RecordedRequest] = []
         self._tokens: set[str] = set()
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    # -- lifecycle -------------------------------------------------------------------------------------
-    def start(self) -> FakeGigaChatServer:
-        handler = type("_BoundHandler", (_Handler,), {"fake": self})
-        self._httpd = _QuietServer(("127.0.0.1", 0), handler)
-        # A short poll interval keeps `stop()` (and so every test's teardown) fast.
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.02},
-            name="fake-gigachat",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
+    thread_name = "fake-gigachat"
 
-    def stop(self) -> None:
-        self._stop.set()  # wakes handlers sleeping in a Delay
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeGigaChatServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _Handler
 
     # -- addresses and SDK settings --------------------------------------------------------------------
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None, "server not started"
-        return self._httpd.server_address[1]
-
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}{API_PREFIX}"

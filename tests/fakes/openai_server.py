@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.gigachat_server import Delay, Disconnect, Fail, RecordedRequest, _QuietServer
+from tests.fakes.gigachat_server import Delay, Disconnect, Fail, RecordedRequest, ServedFake
 
 DEFAULT_MODEL = "fake-local-model"
 API_PREFIX = "/v1"
@@ -76,7 +76,7 @@ Reply = str | Text | ToolCall | Trickle | Fail | Delay | Disconnect
 ChatHandler = Callable[[dict[str, Any]], Reply]
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(ServedFake):
     """OpenAI-compatible chat API on 127.0.0.1 (random free port) served from a background thread.
 
     Args:
@@ -88,6 +88,7 @@ class FakeOpenAIServer:
 
     def __init__(self, *, api_key: str | None = None, models: tuple[str, ...] = (DEFAULT_MODEL,),
                  default_reply: Reply = "OK", stream_chunk_chars: int = 12) -> None:
+        super().__init__()
         self.api_key = api_key
         self.models = models
         self.default_reply = default_reply
@@ -96,36 +97,11 @@ class FakeOpenAIServer:
         self._queue: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._httpd: _QuietServer | None = None
-        self._thread: threading.Thread | None = None
 
-    def start(self) -> FakeOpenAIServer:
-        handler = type("_BoundHandler", (_Handler,), {"fake": self})
-        self._httpd = _QuietServer(("127.0.0.1", 0), handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                        name="fake-openai", daemon=True)
-        self._thread.start()
-        return self
+    thread_name = "fake-openai"
 
-    def stop(self) -> None:
-        self._stop.set()  # wakes handlers sleeping in a Delay
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None, "server not started"
-        return int(self._httpd.server_address[1])
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _Handler
 
     @property
     def base_url(self) -> str:
