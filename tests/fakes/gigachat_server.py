@@ -280,11 +280,11 @@ class _QuietServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    """Routes one request to the fake; HTTP/1.1 so SSE uses chunked encoding and can be cut mid-body."""
+class FakeAPIHandler(BaseHTTPRequestHandler):
+    """What every fake API's handler does alike: HTTP/1.1 (so SSE uses chunked encoding and can be cut
+    mid-body), no access log, GET and POST handed to `_dispatch(body)`, JSON and chunked writes, a drop."""
 
     protocol_version = "HTTP/1.1"
-    fake: FakeGigaChatServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         """Silence the stdlib access log (it would print request lines to stderr)."""
@@ -294,6 +294,36 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self._dispatch(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+    def _dispatch(self, body: bytes) -> None:
+        raise NotImplementedError
+
+    def _write_chunk(self, payload: bytes) -> None:
+        self.wfile.write(f"{len(payload):X}\r\n".encode() + payload + b"\r\n")
+        self.wfile.flush()
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        with contextlib.suppress(OSError):  # the client may already be gone
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        body = json.dumps(payload, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("x-request-id", str(uuid.uuid4()))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+
+
+class _Handler(FakeAPIHandler):
+    """Routes one GigaChat request to the fake."""
+
+    fake: FakeGigaChatServer
 
     def _dispatch(self, body: bytes) -> None:
         path = self.path.split("?", 1)[0]
@@ -400,27 +430,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._write_chunk(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
         self._write_chunk(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-
-    def _write_chunk(self, payload: bytes) -> None:
-        self.wfile.write(f"{len(payload):X}\r\n".encode() + payload + b"\r\n")
-        self.wfile.flush()
-
-    def _drop(self) -> None:
-        self.close_connection = True
-        with contextlib.suppress(OSError):  # the client may already be gone
-            self.connection.shutdown(socket.SHUT_RDWR)
-
-    def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        body = json.dumps(payload, ensure_ascii=False).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("x-request-id", str(uuid.uuid4()))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
         self.wfile.flush()
 
     def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:

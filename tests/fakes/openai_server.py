@@ -19,11 +19,9 @@ scripted queue (`script_chat`) is consumed one reply per request, then `chat_han
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import re
-import socket
 import threading
 import time
 import uuid
@@ -36,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.gigachat_server import Delay, Disconnect, Fail, RecordedRequest, ServedFake
+from tests.fakes.gigachat_server import Delay, Disconnect, Fail, FakeAPIHandler, RecordedRequest, ServedFake
 
 DEFAULT_MODEL = "fake-local-model"
 API_PREFIX = "/v1"
@@ -140,18 +138,10 @@ class FakeOpenAIServer(ServedFake):
         self._stop.wait(seconds)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(FakeAPIHandler):
+    """Routes one OpenAI-compatible request to the fake."""
+
     fake: FakeOpenAIServer
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        """Silence the stdlib access log."""
-
-    def do_GET(self) -> None:
-        self._dispatch(b"")
-
-    def do_POST(self) -> None:
-        self._dispatch(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
 
     def _dispatch(self, body: bytes) -> None:
         path = self.path.split("?", 1)[0]
@@ -211,24 +201,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _event(self, chunk: dict[str, Any]) -> None:
         self._write_chunk(f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode())
-
-    def _write_chunk(self, payload: bytes) -> None:
-        self.wfile.write(f"{len(payload):X}\r\n".encode() + payload + b"\r\n")
-        self.wfile.flush()
-
-    def _drop(self) -> None:
-        self.close_connection = True
-        with contextlib.suppress(OSError):
-            self.connection.shutdown(socket.SHUT_RDWR)
-
-    def _json(self, status: int, payload: Any) -> None:
-        body = json.dumps(payload, ensure_ascii=False).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-        self.wfile.flush()
 
     def _error(self, status: int, message: str, kind: str) -> None:
         self._json(status, {"error": {"message": message, "type": kind, "param": None, "code": None}})
