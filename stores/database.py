@@ -327,6 +327,10 @@ def ensure_pgvector(conn: psycopg.Connection) -> None:
             "or unset DATABASE_URL to use the embedded PostgreSQL"
         )
     try:
+        # `IF NOT EXISTS` does not hold under concurrency: two first connections (a LangGraph server's MCP
+        # warm-up and its first page request) both insert and one fails on pg_extension's unique index. The
+        # lock lines them up; the second then sees the first's extension.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('lotsman_pgvector'))")
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         conn.commit()
     except psycopg.Error as exc:

@@ -59,7 +59,8 @@ def _wait_running(data_dir: Path) -> None:
 def test_requests_after_db_stop_do_not_start_the_database(server: DevServer, embedded_env: dict[str, str]) -> None:
     _wait_running(Path(embedded_env["LOTSMAN_DATA_DIR"]))  # the server warms its MCP tools up: that starts it
     with httpx.Client(base_url=server.url, timeout=60) as client:
-        assert client.get("/lotsman/api/sessions").status_code == 200, "the page works while the database runs"
+        first = client.get("/lotsman/api/sessions")
+        assert first.status_code == 200, f"the page works while the database runs: {first.text}"
         _db(embedded_env, "stop")
         for _ in range(2):
             res = client.get("/lotsman/api/sessions")

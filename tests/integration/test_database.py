@@ -208,6 +208,47 @@ def test_database_without_pgvector_is_a_clear_error(no_pgvector_url: str, tmp_pa
     assert "pgvector" in line and "superuser" in line
 
 
+@pytest.fixture
+def fresh_db_url(pg_url: str):
+    """A fresh database without the `vector` extension, owned by the superuser (so it may be created)."""
+    dbname = f"lotsman_fresh_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+    info = conninfo_to_dict(pg_url)
+    yield f"postgresql://{info.get('user', '')}@/{dbname}?host={info['host']}&port={info.get('port', '5432')}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
+
+
+def test_processes_opening_a_fresh_database_at_once_all_get_pgvector(fresh_db_url: str) -> None:
+    """A LangGraph server's first requests open the database while its MCP warm-up does (the CI failure of
+    session 14: one page request got 503): concurrent `CREATE EXTENSION` must not fail any of them."""
+    import threading
+
+    from stores.database import ensure_pgvector
+
+    conns = [psycopg.connect(fresh_db_url) for _ in range(8)]
+    gate, errors = threading.Barrier(len(conns)), []
+
+    def open_one(conn: psycopg.Connection) -> None:
+        gate.wait()
+        try:
+            ensure_pgvector(conn)
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=open_one, args=(conn,)) for conn in conns]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for conn in conns:
+        conn.close()
+    assert errors == []
+    with psycopg.connect(fresh_db_url) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'").fetchone() == (1,)
+
+
 def test_embedder_mismatch_says_to_reindex(lotsman, db: Database, session_name: str, tmp_path: Path) -> None:
     corpus = tmp_path / "tiny"
     corpus.mkdir()
