@@ -163,6 +163,21 @@ def abstention_scores(cases: Sequence[dict[str, Any]]) -> tuple[float | None, fl
     return (tp / len(abstained) if abstained else None, tp / len(unanswerable) if unanswerable else None)
 
 
+UNANSWERABLE_KINDS = ("absent_topic", "near_miss")
+"""The kinds an unanswerable case is tagged with (`evals/datasets/check_dataset.py`): no word of the topic in
+the repository, or the asked setting or behaviour does not exist though its words do."""
+
+
+def abstention_recall_by_kind(cases: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """Abstention recall over the unanswerable cases of each kind (by their tags); None for a kind with no
+    case. Precision has no per-kind form: an abstention on an answerable case belongs to no kind."""
+    out: dict[str, float | None] = {}
+    for kind in UNANSWERABLE_KINDS:
+        of_kind = [c for c in cases if not c["answerable"] and kind in (c.get("tags") or ())]
+        out[kind] = sum(1 for c in of_kind if c["abstained"]) / len(of_kind) if of_kind else None
+    return out
+
+
 def percentile(values: Sequence[float], pct: float) -> float:
     if not values:
         return 0.0

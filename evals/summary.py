@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from evals.metrics import abstention_scores, latency_summary, mean_or_none, percentile
+from evals.metrics import abstention_recall_by_kind, abstention_scores, latency_summary, mean_or_none, percentile
 from evals.scoring import FALLBACK
 
 METRICS = (
@@ -28,14 +28,20 @@ METRICS = (
     ("extractive fallbacks", "llm_fallbacks"),
     ("abstention precision", "abstention_precision"),
     ("abstention recall", "abstention_recall"),
+    ("  … of absent topics", "abstention_recall_absent_topic"),
+    ("  … of near misses", "abstention_recall_near_miss"),
     ("answer chars p50", "answer_chars_p50"),
     ("answer chars p95", "answer_chars_p95"),
     ("empty candidate sets", "empty_candidate_sets"),
 )
 """(label, key) of every summary metric, in table order. Lead citation and passage precision are over all
-answerable cases (an abstention scores 0), the `… of answered cases` rows over those not abstained."""
+answerable cases (an abstention scores 0), the `… of answered cases` rows over those not abstained. Abstention
+recall is split by the kind of unanswerable case (`… of absent topics`, `… of near misses`, by their tags);
+precision stays over every abstention. `answerable_refused` (JSON only: the table's `answerable` minus
+`answered`) counts the answerable cases abstained on."""
 
-COUNTS = ("cases", "answerable", "answered", "code_gold_cases", "empty_candidate_sets", "llm_fallbacks")
+COUNTS = ("cases", "answerable", "answered", "code_gold_cases", "empty_candidate_sets", "llm_fallbacks",
+          "answerable_refused")
 """Keys that add up across corpora instead of being averaged."""
 
 
@@ -49,6 +55,7 @@ def aggregate(rows: Sequence[dict[str, Any]], *, llm: bool = False) -> dict[str,
     code_gold = [r for r in answerable if r["code_gold"]]
     answered = [float(r["answer_chars"]) for r in rows if not r["abstained"]]
     precision, recall = abstention_scores(rows)
+    by_kind = abstention_recall_by_kind(rows)
     fallbacks = [r for r in rows if r.get("answer_mode") == FALLBACK]
 
     def avg(key: str, subset: Sequence[dict[str, Any]] = answerable) -> float | None:
@@ -80,6 +87,9 @@ def aggregate(rows: Sequence[dict[str, Any]], *, llm: bool = False) -> dict[str,
         "answer_modes": dict(Counter(r.get("answer_mode") or "" for r in rows)),
         "abstention_precision": precision,
         "abstention_recall": recall,
+        "abstention_recall_absent_topic": by_kind["absent_topic"],
+        "abstention_recall_near_miss": by_kind["near_miss"],
+        "answerable_refused": sum(1 for r in answerable if r["abstained"]),
         # Length of answers that answer: an abstention's "not found" would pull p50 down for free.
         "answer_chars_p50": percentile(answered, 50) if answered else None,
         "answer_chars_p95": percentile(answered, 95) if answered else None,
