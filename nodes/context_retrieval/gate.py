@@ -52,6 +52,7 @@ _WORD = WORD
 
 _NAMED = re.compile(r"(?<![\w/.-])(?:[A-Za-z][A-Za-z0-9_+#]*(?:[.-][A-Za-z0-9_]+)*|[А-ЯЁ][а-яё]+)")
 _CYRILLIC = re.compile(r"[А-ЯЁа-яё]")
+_QUOTED = re.compile(r"`[^`]*`|'[^']*'|\"[^\"]*\"|«[^»]*»")
 
 
 def named_terms(text: str) -> list[str]:
@@ -61,13 +62,22 @@ def named_terms(text: str) -> list[str]:
     can I customize the docs UI?» does not ask about something called "Overview" (it was refused as absent
     from a Russian corpus).
 
+    In a Russian request every Latin word of three letters or more is a name too (`rate limiting`, `nushell`,
+    `sampling`: a developer writes a term in English because it is one), except inside quotes or backticks,
+    where it is an example value (`'maybe'`, `` `| head` ``).
+
     A name the corpus never mentions is the strongest sign a question is about something else; plain
     words are not checked, since English questions over Russian docs share few plain words with them.
     """
     out: dict[str, None] = {}
+    cyrillic = cyrillic_share(text) >= CROSS_LINGUAL_SHARE
+    quoted = [range(q.start(), q.end()) for q in _QUOTED.finditer(text)]
     for m in _NAMED.finditer(text):
         word = m.group(0)
         if word.lower() in STOPWORDS or len(word) < 3:
+            continue
+        if cyrillic and not _CYRILLIC.search(word) and not any(m.start() in q for q in quoted):
+            out.setdefault(word, None)  # an English word in a Russian sentence is a term: `rate limiting`
             continue
         before = text[: m.start()].rstrip()
         sentence_start = not before or before[-1] in ".!?:«\"("
@@ -81,18 +91,25 @@ def named_terms(text: str) -> list[str]:
     return list(out)
 
 
+def row_vocab(row: EvidenceRow) -> set[str]:
+    """Stems of the words of the row's path, title and content (and of the parts of snake_case words)."""
+    vocab: set[str] = set()
+    for w in _WORD.findall(f"{row.path} {row.title} {row.content}".lower()):
+        vocab.add(stem(w))
+        for part in w.split("_"):
+            vocab.add(stem(part))
+    return vocab
+
+
 def term_coverage(terms: Sequence[str], rows: Sequence[EvidenceRow]) -> float:
     """Share of `terms` whose stem occurs among the words of the rows' path, title and content."""
+    return _share(terms, set().union(*(row_vocab(r) for r in rows)))
+
+
+def _share(terms: Sequence[str], vocab: set[str]) -> float:
     if not terms:
         return 1.0
-    vocab: set[str] = set()
-    for r in rows:
-        for w in _WORD.findall(f"{r.path} {r.title} {r.content}".lower()):
-            vocab.add(stem(w))
-            for part in w.split("_"):
-                vocab.add(stem(part))
-    hits = sum(1 for t in terms if stem(t) in vocab)
-    return hits / len(terms)
+    return sum(1 for t in terms if stem(t) in vocab) / len(terms)
 
 
 @dataclass(frozen=True)
@@ -118,6 +135,24 @@ class GateSignals:
     """The learned ranker's best score minus its second best (None under `ranker=rrf` or one candidate)."""
     candidate_coverage: float = 0.0
     """Share of the key terms found anywhere among the fused candidates (not only the top rows)."""
+    terms: int = 0
+    """How many key terms the request has."""
+    names: int = 0
+    """How many names the request has (`named_terms`: what the names lane looked up in the index)."""
+    row_coverage: float = 0.0
+    """The largest share of the key terms found together in one candidate row: an answer's row names most
+    of the question; a near miss's words are spread over rows that each name a few."""
+    file_coverage: float = 0.0
+    """The largest share of the key terms found together in the candidate rows of one file."""
+    top_file_coverage: float = 0.0
+    """Share of the key terms found in the candidate rows of the first-ranked file."""
+    similarity_10th: float = 0.0
+    """The tenth best cosine similarity among the rows (the last one with fewer): the margin
+    `best_similarity − similarity_10th` says whether one passage stands out."""
+    query_ru: bool = False
+    """The request is written in Cyrillic (with `evidence_ru`: the language pair)."""
+    evidence_ru: bool = False
+    """The top rows are written in Cyrillic."""
 
 
 @dataclass(frozen=True)
@@ -155,23 +190,35 @@ def gate_signals(rows: Sequence[EvidenceRow], terms: Sequence[str], *, query: st
                  overview: bool = False, ranker_scores: Sequence[float] = ()) -> GateSignals:
     """Measure the fused rows against the request (pure); `ranker_scores` are the learned ranker's scores
     of the candidates, best first (empty under `ranker=rrf`)."""
+    query_ru = cyrillic_share(query) >= CROSS_LINGUAL_SHARE
+    names = len(named_terms(query))
     if not rows:
-        return GateSignals(absent_names=tuple(absent_names), has_terms=bool(terms))
-    distances = [r.scores["distance"] for r in rows if "distance" in r.scores]
+        return GateSignals(absent_names=tuple(absent_names), has_terms=bool(terms), terms=len(terms), names=names,
+                           query_ru=query_ru)
+    similarities = sorted((1.0 - r.scores["distance"] for r in rows if "distance" in r.scores), reverse=True)
     top = list(rows[:GATE_TOP_N])
     wanted = [p.lower() for f in named_files for p in path_lookups(f)]  # `docs\\x.md` typed on Windows too
     evidence_ru = cyrillic_share(" ".join(r.content[:400] for r in top)) >= CROSS_LINGUAL_SHARE
-    query_ru = cyrillic_share(query) >= CROSS_LINGUAL_SHARE
+    vocabs = [row_vocab(r) for r in rows]
+    by_file: dict[str, set[str]] = {}
+    for r, v in zip(rows, vocabs, strict=True):
+        by_file.setdefault(r.path, set()).update(v)
     return GateSignals(
-        rows=len(rows), coverage=term_coverage(terms, top),
-        best_similarity=1.0 - min(distances) if distances else 0.0,
+        rows=len(rows), coverage=_share(terms, set().union(*vocabs[:GATE_TOP_N])),
+        best_similarity=similarities[0] if similarities else 0.0,
         cross_lingual=bool(query.strip()) and evidence_ru != query_ru,
         named_file_found=bool(wanted) and any(r.path.lower().endswith(f) for r in top for f in wanted),
         absent_names=tuple(absent_names), has_terms=bool(terms),
         overview=overview and any("landing" in r.lanes for r in top),
         ranker_top=round(float(ranker_scores[0]), 5) if ranker_scores else None,
         ranker_margin=round(float(ranker_scores[0] - ranker_scores[1]), 5) if len(ranker_scores) > 1 else None,
-        candidate_coverage=round(term_coverage(terms, rows), 4),
+        candidate_coverage=round(_share(terms, set().union(*vocabs)), 4),
+        terms=len(terms), names=names,
+        row_coverage=round(max(_share(terms, v) for v in vocabs), 4),
+        file_coverage=round(max(_share(terms, v) for v in by_file.values()), 4),
+        top_file_coverage=round(_share(terms, by_file[rows[0].path]), 4),
+        similarity_10th=round(similarities[min(9, len(similarities) - 1)], 4) if similarities else 0.0,
+        query_ru=query_ru, evidence_ru=evidence_ru,
     )
 
 

@@ -1,0 +1,47 @@
+"""Signals of an absent topic and a near miss the relevance gate records (issue 41 item 3)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodes.context_retrieval.gate import gate_signals, named_terms
+from nodes.evidence import EvidenceRow
+
+
+@pytest.mark.parametrize(("query", "names"), [
+    # an English word in a Russian request is a term the index must hold
+    ("Как ограничить частоту запросов (rate limiting) и возвращать 429?", ["rate", "limiting"]),
+    ("Есть ли в Click автодополнение для оболочки nushell?", ["Click", "nushell"]),
+    ("Как сгенерировать man-страницу для CLI на Click?", ["man", "CLI", "Click"]),
+    # ... except an example value in quotes or backticks
+    ("Что будет, если передать булевой опции значение вроде 'maybe'?", []),
+    ("Что происходит, когда вывод направлен в пайп, например в `| head`?", []),
+    # an English request keeps the old rule: plain lower-case words are not names
+    ("How do I show a spinner in progressbar?", []),
+    ("Как настроить CORS?", ["CORS"]),
+])
+def test_latin_words_in_a_russian_request_are_names(query: str, names: list[str]) -> None:
+    assert named_terms(query) == names
+
+
+def row(rid: str, path: str, content: str, distance: float | None = None) -> EvidenceRow:
+    scores = {"distance": distance} if distance is not None else {}
+    return EvidenceRow(id=rid, path=path, layer="D0_DOC_CHUNKS", content=content, scores=scores)
+
+
+def test_coverage_of_one_row_one_file_and_the_top_file() -> None:
+    rows = [row("1", "docs/a.md", "progressbar shows a bar", 0.4),
+            row("2", "docs/b.md", "the total is known", 0.5),
+            row("3", "docs/a.md", "an animated label", 0.6),
+            *[row(f"x{i}", f"docs/x{i}.md", "nothing here", 0.7 + i / 100) for i in range(10)]]
+    s = gate_signals(rows, ["progressbar", "animated", "total", "spinner"], query="Can progressbar show a spinner?")
+    assert s.terms == 4 and s.candidate_coverage == 0.75  # spinner nowhere
+    assert s.row_coverage == 0.25  # no row names two of them together
+    assert s.file_coverage == 0.5 and s.top_file_coverage == 0.5  # docs/a.md: progressbar and animated
+    assert s.best_similarity == pytest.approx(0.6) and s.similarity_10th == pytest.approx(1 - 0.76)
+    assert (s.query_ru, s.evidence_ru, s.names) == (False, False, 0)
+
+
+def test_signals_of_no_rows_keep_the_request_side() -> None:
+    s = gate_signals([], ["кафка"], query="Как подключить консьюмер Kafka?", absent_names=["Kafka"])
+    assert (s.rows, s.terms, s.names, s.query_ru, s.absent_names) == (0, 1, 1, True, ("Kafka",))
