@@ -3,8 +3,10 @@ why, when the optional `baseline` extra is not installed (CI does not install it
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -113,6 +115,20 @@ def test_without_llama_index_the_command_says_how_to_install_it(tmp_path: Path, 
 
 
 # ---- the pipeline itself (needs the extra) -------------------------------------------------------------
+def _missing(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is None
+    except ModuleNotFoundError:  # its parent package is missing
+        return True
+
+
+def _need_llama_index() -> None:
+    """Skip, and say so in the warnings summary of a plain `pytest -q` run too, without the extra."""
+    if any(_missing(m) for m in ("llama_index.core", "llama_index.retrievers.bm25")):
+        warnings.warn(pytest.PytestWarning(f"SKIPPED: {SKIP_NO_LLAMA}"), stacklevel=2)
+        pytest.skip(SKIP_NO_LLAMA)
+
+
 def _repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
     (root / "docs").mkdir(parents=True)
@@ -123,8 +139,7 @@ def _repo(tmp_path: Path) -> Path:
 
 
 def test_the_pipeline_ranks_the_file_that_answers_first(tmp_path: Path) -> None:
-    pytest.importorskip("llama_index.core", reason=SKIP_NO_LLAMA)
-    pytest.importorskip("llama_index.retrievers.bm25", reason=SKIP_NO_LLAMA)
+    _need_llama_index()
     from evals.baselines.pipeline import LotsmanEmbedding, build
     from stores.embedders import FakeEmbeddings
 
@@ -140,8 +155,7 @@ def test_the_pipeline_ranks_the_file_that_answers_first(tmp_path: Path) -> None:
 
 def test_the_command_writes_a_report_over_the_answerable_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("llama_index.core", reason=SKIP_NO_LLAMA)
-    pytest.importorskip("llama_index.retrievers.bm25", reason=SKIP_NO_LLAMA)
+    _need_llama_index()
     import stores.embedders
     from stores.embedders import FakeEmbeddings
 
