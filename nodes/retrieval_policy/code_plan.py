@@ -88,6 +88,36 @@ _ENTRYPOINT_WORDS = re.compile(
 )
 
 
+# "What runs on a schedule / in the background in this project?": an inventory of the program's jobs, which
+# the C3 rows list (a Celery `shared_task`, an APScheduler or cron job). Background words alone are not one:
+# "a background task" is a documented feature too ("can a background task use a yield dependency?").
+_BACKGROUND = re.compile(
+    r"\bbackground\s+(?:tasks?|jobs?|workers?|processing)\b|\bin\s+the\s+background\b"
+    r"|\bфонов\w*(?:\s+(?:задач\w*|работ\w*|процесс\w*|джоб\w*))?|\bв\s+фоне\b",
+    re.IGNORECASE,
+)
+_SCHEDULE = re.compile(
+    r"\bпо\s+расписанию\b|\bрасписани\w*|\bкрон\w*|\bcron\w*|\bon\s+a\s+schedule\b|\bscheduled\b"
+    r"|\bperiodic(?:ally)?\b|\bпериодическ\w*",
+    re.IGNORECASE,
+)
+# "what runs", "which jobs run", «что запускается», «какие задачи»: the question asks for the list, not a detail
+# of one job ("Во сколько запускается бэкап по расписанию?" is answered by the docs that document it).
+_WHAT_RUNS = re.compile(
+    r"\b(?:what|which)\s+(?:[\w-]+\s+){0,4}?(?:runs?|execute[sd]?|starts?|started|fires?)\b"
+    r"|\b(?:what|which)\s+(?:[\w-]+\s+){0,2}?(?:tasks?|jobs?|workers?)\b"
+    r"|\bчто\s+(?:[\w-]+\s+){0,2}?(?:запуска\w*|выполня\w*|крутит\w*|работает)"
+    r"|\bкак(?:ие|ая|ой)\s+(?:[\w-]+\s+){0,2}?(?:задач\w*|джоб\w*|воркер\w*|работ[ыа]\b)",
+    re.IGNORECASE,
+)
+
+
+def job_inventory_question(query: str) -> bool:
+    """Whether the request asks what the program runs on a schedule or in the background (its C3 job rows
+    answer it, the best one first)."""
+    return bool(_WHAT_RUNS.search(query) and (_SCHEDULE.search(query) or _BACKGROUND.search(query)))
+
+
 # "Which endpoint takes HeroCreate?", «какой эндпоинт возвращает HeroRead?»: the route's row (its request and
 # response models) answers, not the model's own definition, which wins any look-up by name.
 _ENTRY_MODEL_QUESTION = re.compile(
@@ -104,8 +134,12 @@ def entry_model_question(query: str) -> bool:
 
 
 def entrypoint_words(query: str) -> list[str]:
-    """Phrases asking about entrypoints' auth or schedules ("routes need auth", «по расписанию»), lower-cased."""
-    return dedupe(match.group(0).lower() for match in _ENTRYPOINT_WORDS.finditer(query))
+    """Phrases asking about entrypoints' auth, schedules or background jobs ("routes need auth", «по
+    расписанию», "what runs as a background task"), lower-cased."""
+    words = [match.group(0).lower() for match in _ENTRYPOINT_WORDS.finditer(query)]
+    if job_inventory_question(query):
+        words += [match.group(0).lower() for match in _BACKGROUND.finditer(query)]
+    return dedupe(words)
 
 
 def implementation_words(query: str) -> list[str]:
@@ -231,4 +265,7 @@ def resolve_code_plan(route: RouteResult, symbols: Collection[str]) -> CodePlan 
     return CodePlan(layers=[layer.value for layer in layers],
                     terms=terms[:MAX_CODE_TERMS], reason=_reason(identifiers, files, words),
                     identifiers=identifiers[:MAX_CODE_TERMS],
-                    explicit=bool(files or any(_EXPLICIT_WORDS.search(w) for w in words)))
+                    # a job inventory is answered by the entrypoint rows themselves: the best one leads
+                    # (`merge.code_slot`) instead of depending on which prose the learned order puts first
+                    explicit=bool(files or any(_EXPLICIT_WORDS.search(w) for w in words)
+                                  or job_inventory_question(query)))

@@ -42,6 +42,8 @@ RETURNS_GLOSS = "returns (возвращает)"
 """Glosses in the row's text: a question asks in its own words ("which endpoint takes X", «какой эндпоинт
 принимает X»), and the row's lexical match and the gate's key-term coverage count those words."""
 SCHEDULE_GLOSS = "runs on a schedule (по расписанию)"
+BACKGROUND_GLOSS = "a background task (фоновая задача, выполняется в фоне)"
+"""A Celery task's gloss: "what runs as a background task?" asks in these words (issue 41 item 4)."""
 
 
 @dataclass(slots=True)
@@ -188,7 +190,8 @@ class TaskInfo:
     """The schedule as written: `cron hour=3 minute=30`, `interval minutes=15`, `0 3 * * *`."""
 
     def lines(self) -> list[str]:
-        return [line for line in (f"task.queue: {self.queue}" if self.queue else "",
+        return [line for line in (f"celery task — {BACKGROUND_GLOSS}" if self.framework == "celery" else "",
+                                  f"task.queue: {self.queue}" if self.queue else "",
                                   f"task.cron — {SCHEDULE_GLOSS}: {self.cron}" if self.cron else "") if line]
 
 
