@@ -3,6 +3,15 @@
 Routes every query with `IntentRouter(llm=None)` twice: with no aliases, and with aliases drawn from the
 fastapi-ru docs (titles, heading ids, file names, backticked class names: what a session's catalog would
 hold). Prints both accuracies and the misses.
+
+`--report RUN.json [RUN.json ...]` prints instead the route accuracy per corpus of eval runs (`python -m
+evals ... --out RUN.json`), each case scored against the `expected_route` of the dataset files as they are
+now (`--labels DIR`, default `evals/datasets`), so one run can be read before and after a relabelling.
+
+`seed_002_route` is what seed 002's fallback decides from a request's features (§4 step 10): file markers →
+`DOC_EXPLAIN/FIND_FILES`; docs signals (endpoint paths, doc hints, aliases, entities, files, identifiers, any
+marker group) → `DOC_EXPLAIN/SUMMARY`; otherwise `GENERAL_QA`. A dev case's `expected_route` is that
+decision for the request the graph routes (a follow-up's standalone request), with the session's aliases.
 """
 
 from __future__ import annotations
@@ -11,9 +20,12 @@ import argparse
 import json
 import re
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from nodes.intent_routing import AliasEntry, InMemoryAliasIndex, IntentRouter
+from nodes.intent_routing.features import QueryFeatures
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATASET = ROOT / "evals" / "datasets" / "router_labelled.jsonl"
@@ -63,12 +75,67 @@ def accuracy(router: IntentRouter, cases: list[dict[str, str]]) -> tuple[float, 
     return 1 - len(misses) / len(cases), misses
 
 
+def seed_002_route(features: QueryFeatures) -> str:
+    """Seed 002's fallback decision (§4 step 10, §5 routers/fallback.py) as a dataset label.
+
+    Our fallback adds two rules in front of it (a relation phrase with a named target → SUMMARY even with
+    file markers; an explicit "in general" phrase → GENERAL_QA despite incidental aliases): where they fire,
+    the router and the label may disagree, and route accuracy counts it.
+    """
+    if not features.normalized_query:
+        return "GENERAL_QA"
+    if features.markers.file_markers:
+        return "DOC_EXPLAIN/FIND_FILES"
+    if features.has_docs_signals:
+        return "DOC_EXPLAIN/SUMMARY"
+    return "GENERAL_QA"
+
+
+def report_route_accuracy(report: dict[str, Any], labels: Mapping[str, str] | None = None) -> dict[str, float]:
+    """Route accuracy per corpus of one eval run (`{"corpora": {name: {"results": [...]}}}`), each case's
+    route against `labels[id]` when given, else against the label the run recorded."""
+    out: dict[str, float] = {}
+    for corpus, run in report["corpora"].items():
+        results = run["results"]
+        if results:
+            hits = [r["route"] == (labels or {}).get(r["id"], r["expected_route"]) for r in results]
+            out[corpus] = sum(hits) / len(hits)
+    return out
+
+
+def dataset_labels(folder: Path) -> dict[str, str]:
+    """`expected_route` by case id over the dev datasets of a folder (held-out files are not read)."""
+    labels: dict[str, str] = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        if path.stem.endswith("_holdout") or path.name == DEFAULT_DATASET.name:
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                case = json.loads(line)
+                if "id" in case and "expected_route" in case:
+                    labels[case["id"]] = case["expected_route"]
+    return labels
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print fallback-router accuracy on the labelled set."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="fastapi-ru corpus root")
+    parser.add_argument("--report", type=Path, nargs="+", help="eval runs: route accuracy per corpus")
+    parser.add_argument("--labels", type=Path, default=ROOT / "evals" / "datasets",
+                        help="folder of the dev datasets whose expected_route --report scores against")
     args = parser.parse_args(argv)
+    if args.report:
+        labels = dataset_labels(args.labels)
+        for path in args.report:
+            report = json.loads(path.read_text(encoding="utf-8"))
+            recorded, now = report_route_accuracy(report), report_route_accuracy(report, labels)
+            print(path.name)
+            for corpus in recorded:
+                print(f"  {corpus:14s} route accuracy {recorded[corpus]:.3f} (labels of the run) "
+                      f"{now[corpus]:.3f} (labels now)")
+        return 0
     cases = load_cases(args.dataset)
     runs = [("no aliases", IntentRouter())]
     docs = args.corpus / "docs"
