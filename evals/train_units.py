@@ -386,10 +386,11 @@ def fit(groups: Sequence[Group], lgb: Any, params: dict[str, Any], rounds: int) 
     return lgb.train(params, lgb.Dataset(x, y, group=[len(g.y) for g in use], weight=w), num_boost_round=rounds)
 
 
-def loco(groups: Sequence[Group], lgb: Any, params: dict[str, Any], rounds: int, *, pseudo: bool = True
-         ) -> dict[str, dict[str, float]]:
+def loco(groups: Sequence[Group], lgb: Any, params: dict[str, Any], rounds: int, *, pseudo: bool = True,
+         out_of_fold: dict[str, np.ndarray] | None = None) -> dict[str, dict[str, float]]:
     """Per held-out dev corpus: the pack metrics of the base pack, the heuristic and the model fitted on the
-    other corpora (their dev and, with `pseudo`, every corpus's pseudo cases but the held-out one's)."""
+    other corpora (their dev and, with `pseudo`, every corpus's pseudo cases but the held-out one's). Each
+    dev case's scores by the model that did not see its corpus go into `out_of_fold` (case id → scores)."""
     table: dict[str, dict[str, float]] = {}
     dev = [g for g in groups if not g.pseudo]
     for corpus in sorted({g.corpus for g in dev}):
@@ -398,7 +399,10 @@ def loco(groups: Sequence[Group], lgb: Any, params: dict[str, Any], rounds: int,
         model = fit(train, lgb, params, rounds)
         rows = []
         for g in test:
-            learned = pack_metrics(g, model.predict(g.x))
+            predicted = model.predict(g.x)
+            if out_of_fold is not None:
+                out_of_fold[g.case_id] = predicted
+            learned = pack_metrics(g, predicted)
             heur = pack_metrics(g, heuristic_scores(g.x))
             rows.append([learned["base"], learned["core"], heur["units"], learned["units"], learned["ceiling"]])
         m = np.mean(rows, axis=0)
@@ -408,6 +412,65 @@ def loco(groups: Sequence[Group], lgb: Any, params: dict[str, Any], rounds: int,
     table["macro"] = {"cases": sum(r["cases"] for r in table.values()),
                       **{k: float(np.mean([table[c][k] for c in table if c != "macro"])) for k in keys}}
     return {c: {k: round(float(v), 4) for k, v in r.items()} for c, r in table.items()}
+
+
+MARGINS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
+"""Quote margins tried: a unit is quoted when it scores within this much of the best unit (`choose_units`)."""
+QUOTE_SEEN = 60
+"""Units of a case handed to the quote choice (its best by score, and the best of its first file)."""
+
+
+def quoted(g: Group, scores: np.ndarray, margin: float) -> list[str]:
+    """The texts the answer would quote from the case's units at `margin` (`choose_units`, files in the case's
+    rank order)."""
+    from nodes.context_analysis.models import Span
+    from nodes.context_analysis.units import choose_units
+
+    order = list(np.argsort(-scores, kind="stable")[:QUOTE_SEEN])
+    first = g.case["files"][0] if g.case["files"] else ""
+    lead = next((int(i) for i in np.argsort(-scores, kind="stable") if g.units[int(i)].path == first), None)
+    if lead is not None and lead not in order:
+        order.append(lead)
+    spans = [Span(path=g.units[i].path, start_line=g.units[i].start, end_line=g.units[i].end, text=g.units[i].text,
+                  row_id=str(i), score=float(scores[i]), layer=g.units[i].layer) for i in order]
+    spans.sort(key=lambda sp: -sp.score)
+    chosen, _ = choose_units(spans, {p: k + 1 for k, p in enumerate(g.case["files"])}, margin)
+    return [c.text for c in chosen]
+
+
+def quote_f1(g: Group, texts: Sequence[str]) -> float:
+    """F1 of the quotes: key facts they state (recall) and the share of quotes stating one (precision)."""
+    facts = g.case["key_facts"]
+    r = recall(facts, texts)
+    p = sum(1 for t in texts if any(fact_in_text(f, t) for f in facts)) / len(texts) if texts else 0.0
+    return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def margin_loco(groups: Sequence[Group], out_of_fold: Mapping[str, np.ndarray]
+                ) -> tuple[float, dict[str, dict[str, float]]]:
+    """The quote margin, chosen leave-one-corpus-out on out-of-fold scores: per held-out corpus, the margin
+    best on the other corpora (mean quote F1) and the held-out corpus's F1, recall and quotes at it (and at
+    the lead alone); the margin best over every dev corpus is the one shipped."""
+    dev = [g for g in groups if not g.pseudo and g.case_id in out_of_fold]
+    f1 = {m: {g.case_id: quote_f1(g, quoted(g, out_of_fold[g.case_id], m)) for g in dev} for m in MARGINS}
+    corpora = sorted({g.corpus for g in dev})
+    table: dict[str, dict[str, float]] = {}
+    for c in corpora:
+        others = [g.case_id for g in dev if g.corpus != c]
+        mine = [g for g in dev if g.corpus == c]
+        best = max(MARGINS, key=lambda m: (float(np.mean([f1[m][k] for k in others])), -m))
+        texts = [quoted(g, out_of_fold[g.case_id], best) for g in mine]
+        table[c] = {"cases": len(mine), "margin": best, "lead_only_f1": float(np.mean(
+                        [quote_f1(g, quoted(g, out_of_fold[g.case_id], -1e9)) for g in mine])),
+                    "f1": float(np.mean([f1[best][g.case_id] for g in mine])),
+                    "recall": float(np.mean([recall(g.case["key_facts"], t)
+                                             for g, t in zip(mine, texts, strict=True)])),
+                    "quotes": float(np.mean([len(t) for t in texts]))}
+    chosen = max(MARGINS, key=lambda m: (float(np.mean([f1[m][g.case_id] for g in dev])), -m))
+    table["macro"] = {k: float(np.mean([table[c][k] for c in corpora])) for k in ("f1", "lead_only_f1", "recall",
+                                                                                 "quotes")}
+    table["macro"] |= {"cases": float(len(dev)), "margin": chosen}
+    return chosen, {c: {k: round(float(v), 4) for k, v in r.items()} for c, r in table.items()}
 
 
 def print_table(table: dict[str, dict[str, float]]) -> None:
@@ -447,8 +510,14 @@ def main(argv: list[str] | None = None) -> int:
         print("error: training needs LightGBM (the dev extra)", file=sys.stderr)
         return 2
     groups = build_groups(data)
-    table = loco(groups, lgb, PARAMS, ROUNDS, pseudo=not args.no_pseudo)
+    out_of_fold: dict[str, np.ndarray] = {}
+    table = loco(groups, lgb, PARAMS, ROUNDS, pseudo=not args.no_pseudo, out_of_fold=out_of_fold)
     print_table(table)
+    margin, quotes = margin_loco(groups, out_of_fold)
+    print(f"{'held-out corpus':<14} {'cases':>5} {'margin':>6} {'lead F1':>7} {'F1':>6} {'recall':>6} {'quotes':>6}")
+    for c, r in quotes.items():
+        print(f"{c:<14} {int(r['cases']):>5} {r['margin']:>6.2f} {r['lead_only_f1']:>7.3f} {r['f1']:>6.3f} "
+              f"{r['recall']:>6.3f} {r['quotes']:>6.2f}")
     if args.dry_run:
         return 0
     from evals.train_ranker import export, model_text
@@ -457,7 +526,8 @@ def main(argv: list[str] | None = None) -> int:
     model = fit([g for g in groups if not args.no_pseudo or not g.pseudo], lgb, PARAMS, ROUNDS)
     meta = {"params": PARAMS, "rounds": ROUNDS, "cases_sha256": sha, "leave_one_corpus_out": table,
             "pseudo": not args.no_pseudo, "pseudo_weight": PSEUDO_WEIGHT, "files": UNIT_FILES,
-            "questions": sum(1 for g in groups if not g.pseudo), "pseudo_questions": sum(1 for g in groups if g.pseudo)}
+            "questions": sum(1 for g in groups if not g.pseudo), "pseudo_questions": sum(1 for g in groups if g.pseudo),
+            "quote_margin": margin, "quote_leave_one_corpus_out": quotes}
     out = export(model, 0.0, meta, UNIT_FEATURES)
     parse_unit_model(out)
     args.out.write_text(model_text(out), encoding="utf-8")

@@ -128,3 +128,35 @@ def test_without_the_unit_reader_the_rows_fill_misses_those_lines(db: Database, 
                      top_k=1, plan_limit=1, token_cap=CAP)
     result = merge_lanes(GatheredLanes(lanes={"exact": [head]}), spec)
     assert not any("retry_delay: float = 0.25" in r.content for r in result.rows)
+
+
+@pytest.mark.parametrize(("path", "query", "terms", "answer"), [
+    ("harbour/client.py", "What is the default retry delay of the harbour Client?", ["retry", "delay", "client"],
+     "retry_delay: float = 0.25"),
+    ("harbour/client.py", "Какая задержка повтора retry_delay у Client по умолчанию?", ["retry_delay", "задержка"],
+     "retry_delay: float = 0.25"),
+    ("docs/guide.md", "How long does the pilot boat wait at the outer buoy?", ["pilot", "boat", "buoy"],
+     "waits 45 minutes"),
+    ("docs/ru/guide.md", "Сколько лоцманский катер ждёт у внешнего буя?", ["лоцманский", "катер", "буя"],
+     "ждёт у внешнего буя 45 минут"),
+])
+def test_the_answer_leads_with_the_unit_that_states_it(db: Database, harbour: RagSession, path: str, query: str,
+                                                       terms: list[str], answer: str) -> None:
+    """Issue 38, item 4: the extractive answer is composed from the pack's scored units: it leads with the
+    line deep inside the long definition or page, and its citation holds exactly those lines."""
+    from nodes.answer_composition import compose_extractive
+    from nodes.context_analysis import analyze
+
+    repo = RagRepository(db)
+    head = first_row(repo, harbour, path)
+    spec = MergeSpec(query=query, key_terms=terms, top_k=1, plan_limit=1, token_cap=CAP,
+                     read_units=index_unit_reader(repo, harbour), unit_scorer=load_unit_scorer())
+    embedding = make_embedder("fake").embed_query(query)
+    result = merge_lanes(GatheredLanes(lanes={"exact": [head]}, embedding=embedding), spec)
+    analysis = analyze(query, terms, result.rows, True)
+    assert analysis.sufficient and answer in analysis.spans[0].text, [s.text for s in analysis.spans]
+    reply = compose_extractive(query, analysis, None)
+    lead = reply.citations[0]
+    lines = (CLIENT if path.endswith(".py") else GUIDE_EN if path == "docs/guide.md" else GUIDE_RU).split("\n")
+    assert lead.path == path and answer in "\n".join(lines[lead.start_line - 1: lead.end_line])
+    assert lead.end_line - lead.start_line < 12  # the lines that answer, not the whole definition or page

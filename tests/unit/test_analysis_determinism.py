@@ -15,7 +15,6 @@ SCRIPT = r'''
 import json
 from nodes.answer_composition import compose_extractive
 from nodes.context_analysis import analyze
-from nodes.context_analysis.card_sources import card_sources
 from nodes.evidence import EvidenceRow
 from nodes.terms import key_terms
 
@@ -37,23 +36,15 @@ rows = [
     EvidenceRow(id="function-card", path=PATH, layer="C1_SYMBOL_CATALOG", span_start=6, span_end=10,
                 content="def http_exception_handler(request, exc)\npkg.handlers.http_exception_handler",
                 lanes={"code": 6}),
+    EvidenceRow(id="whole", path=PATH, layer="C0_SOURCE_CHUNKS", span_start=1, span_end=10, content=MODULE,
+                lanes={"code": 7}),
     EvidenceRow(id="doc", path="docs/errors.md", layer="D0_DOC_CHUNKS", span_start=1, span_end=1,
                 content="An HTTP exception handler returns the status code of the exception.", lanes={"ranked": 1}),
 ]
-fetched = [{"id": "whole", "path": PATH, "layer": "C0_SOURCE_CHUNKS", "title": None, "content": MODULE,
-            "span_start": 1, "span_end": 10, "metadata": None}]
 question = "What does http_exception_handler return when the status code does not allow a body?"
-read = []
-
-
-def sources(chosen):
-    read.append([card.id for card in chosen])  # which card claims a shared row depends on this order
-    return card_sources(fetched, chosen)
-
-
-analysis = analyze(question, key_terms(question), rows, True, sources=sources)
+analysis = analyze(question, key_terms(question), rows, True)
 answer = compose_extractive(question, analysis, None)
-print(json.dumps({"read": read, "spans": [[s.path, s.start_line, s.end_line, s.row_id] for s in analysis.spans],
+print(json.dumps({"spans": [[s.path, s.start_line, s.end_line, s.row_id] for s in analysis.spans],
                   "pool": [[s.path, s.start_line, s.end_line, s.row_id] for s in analysis.passages],
                   "answer": answer.text}))
 '''
@@ -73,4 +64,4 @@ def test_the_answer_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
                       encoding="utf-8")
     outputs = {seed: _run(seed, script) for seed in ("0", "1", "2", "3", "4", "5")}
     assert len(set(outputs.values())) == 1, outputs
-    assert '"whole"' in outputs["0"], "the function's card is quoted by its source"
+    assert '"whole"' in outputs["0"], "the function's source lines are quoted, not its card"

@@ -6,10 +6,8 @@ from typing import Any
 
 import pytest
 
-from nodes.context_analysis import analyze
 from nodes.context_analysis.card_sources import MAX_SOURCES_PER_CARD, SOURCE_LANE, card_sources, cards
 from nodes.evidence import EvidenceRow
-from nodes.terms import key_terms
 
 PATH = "click/_termui_impl.py"
 CARD = EvidenceRow(id="card", path=PATH, layer="C1_SYMBOL_CATALOG", span_start=694, span_end=709,
@@ -70,80 +68,11 @@ def test_rows_already_in_the_evidence_and_one_line_cards_are_not_read_again() ->
     assert cards([one_line, source]) == []
 
 
-def test_a_chosen_card_is_quoted_by_its_definition_and_the_row_is_reported_for_the_evidence() -> None:
-    question = "Which editor does get_editor open when none is given?"
-    source = card_sources([fetched("src", 694, 706, content=GET_EDITOR)], [CARD])
-    plain = analyze(question, key_terms(question), [CARD], True)
-    assert plain.spans[0].row_id == "card" and "VISUAL" not in plain.spans[0].text
-    analysis = analyze(question, key_terms(question), [CARD], True, sources=lambda chosen: source)
-    lead = analysis.spans[0]
-    assert lead.row_id == "src" and lead.code and "VISUAL" in lead.text and "sensible-editor" in lead.text
-    assert (lead.path, lead.start_line) == (PATH, 694)
-    assert analysis.expanded == ["src"]
-
-
-def test_a_document_passage_still_leads_and_a_card_in_the_pool_is_quoted_by_its_source_too() -> None:
-    doc = EvidenceRow(id="doc", path="docs/editor.md", layer="D0_DOC_CHUNKS", span_start=1, span_end=1,
-                      content="The editor is chosen from the VISUAL and EDITOR environment variables.")
-    question = "Which environment variables choose the editor?"
-    source = card_sources([fetched("src", 694, 706, content=GET_EDITOR)], [CARD])
-    analysis = analyze(question, key_terms(question), [doc, CARD], True, sources=lambda chosen: source)
-    assert analysis.spans[0].path == "docs/editor.md"
-    assert all(s.row_id != "card" for s in analysis.passages)
-
-
-def test_in_a_module_chunked_whole_the_definition_inside_the_card_span_is_quoted() -> None:
-    module = "import os\n\n\ndef other():\n    return os.sep\n\n\n" + GET_EDITOR.replace("    def", "def", 1)
-    source = card_sources([fetched("module", 687, 687 + module.count("\n"), content=module)], [CARD])
-    question = "Which editor does get_editor open when none is given?"
-    lead = analyze(question, key_terms(question), [CARD], True, sources=lambda chosen: source).spans[0]
-    assert lead.row_id == "module" and lead.start_line == 694 and lead.text.startswith("def get_editor")
-
-
-def test_sources_are_read_once_and_only_for_the_cards_the_analysis_quotes() -> None:
-    unrelated = EvidenceRow(id="other", path="click/core.py", layer="C1_SYMBOL_CATALOG", span_start=10, span_end=90,
-                            content="def invoke(ctx)\nclick.core.invoke")
-    calls: list[list[str]] = []
-
-    def read(chosen: Any) -> Any:
-        calls.append([r.id for r in chosen])
-        return card_sources([fetched("src", 694, 706, content=GET_EDITOR)], chosen)
-
-    question = "Which editor does get_editor open when none is given?"
-    analysis = analyze(question, key_terms(question), [CARD, unrelated], True, sources=read)
-    assert len(calls) == 1 and "card" in calls[0]
-    assert analysis.spans[0].row_id == "src"
-
-
-def test_without_a_chosen_card_nothing_is_read() -> None:
-    doc = EvidenceRow(id="doc", path="docs/editor.md", layer="D0_DOC_CHUNKS", span_start=1, span_end=1,
-                      content="The editor is chosen from the VISUAL and EDITOR environment variables.")
-    calls: list[Any] = []
-    question = "Which environment variables choose the editor?"
-    analyze(question, key_terms(question), [doc], True, sources=lambda chosen: calls.append(chosen) or {})
-    assert calls == []
-
-
 MODULE = EvidenceRow(id="mod", path="click/formatting.py", layer="C1_SYMBOL_CATALOG", span_start=1, span_end=20,
                      content="module click.formatting\nDefines: HelpFormatter, wrap_text", metadata={"kind": "module"})
 HELP_PY = '''def dedent(self) -> None:
     """Decreases the indentation."""
     self.current_indent -= self.indent_increment'''
-
-
-@pytest.mark.parametrize(
-    ("head", "quoted"),
-    [('"""Help page formatting: HelpFormatter and wrap_text."""\nimport textwrap', "head"),
-     ("import textwrap\nfrom contextlib import contextmanager", "mod")],
-    ids=["docstring-replaces-the-card", "no-docstring-keeps-the-card"],
-)
-def test_a_module_card_is_replaced_only_by_the_module_docstring(head: str, quoted: str) -> None:
-    rows = [fetched("head", 1, 1 + head.count("\n"), path=MODULE.path, content=head),
-            fetched("dedent", 10, 12, path=MODULE.path, content=HELP_PY)]
-    question = "Что находится в click/formatting.py?"
-    lead = analyze(question, key_terms(question), [MODULE], True,
-                   sources=lambda chosen: card_sources(rows, chosen)).spans[0]
-    assert lead.row_id == quoted
 
 
 @pytest.mark.parametrize("module_first", [True, False], ids=["module-card-ranked-first", "function-card-first"])

@@ -7,24 +7,10 @@ from typing import Any
 import pytest
 
 from nodes.context_analysis import (
-    MAX_CODE_LINES,
-    MAX_PASSAGE_CHARS,
-    MAX_PASSAGES,
-    MAX_SUPPORTING,
     aligned_lines,
     analyze,
     detect_language,
 )
-from nodes.context_analysis.analyze import (
-    LEAD_RANK_DECAY,
-    SUPPORT_MAX_RANK,
-    best_sentence,
-    choose_passages,
-    lead_first,
-    question_of,
-)
-from nodes.context_analysis.passages import Candidate
-from nodes.context_analysis.scoring import Scored
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.models import RouteResult
 from nodes.terms import key_terms
@@ -100,13 +86,6 @@ def test_synthesized_rows_are_cited_by_their_whole_span(layer: str) -> None:
 )
 def test_sufficiency(question: str, rows: list[EvidenceRow], relevant: bool, sufficient: bool) -> None:
     assert run(question, rows, relevant).sufficient is sufficient
-
-
-def test_an_exact_file_without_a_hit_shows_its_opening() -> None:
-    row = ev("x", "docs/guide.md", "\n# Руководство\nПервый абзац.\n\nДальше.", 3, lanes={"exact": 1})
-    analysis = run("Что в этом файле?", [row])
-    spans = [(s.start_line, s.end_line, s.text) for s in analysis.spans]
-    assert spans == [(4, 5, "# Руководство\nПервый абзац.")]
 
 
 def test_coverage_is_the_share_of_terms_in_the_spans_by_five_letter_stems() -> None:
@@ -196,45 +175,6 @@ def lead(question: str, rows: list[EvidenceRow], **kw: Any):
     return analysis.spans[0]
 
 
-@pytest.mark.parametrize(
-    ("question", "rows", "lines", "says", "section"),
-    [
-        # a lead-in and the list it introduces, under the heading that matches
-        ("Какие аргументы принимает FileResponse?", [FILE_ROW], (200, 205), "`filename`", "`FileResponse`"),
-        # the list item alone pulls its lead-in, never crossing into the next heading
-        ("Что делает параметр filename?", [FILE_ROW], (200, 205), "Content-Disposition", "`FileResponse`"),
-        ("Как скачивания файла отправить?", [FILE_ROW], (200, 205), "Асинхронно отправляет", "`FileResponse`"),
-        ("Как сделать редирект?", [FILE_ROW], (211, 211), "HTTP-редирект", "`RedirectResponse`"),
-    ],
-    ids=["lead-in-and-list", "item-takes-lead-in", "sentence-grows-into-section", "other-section"],
-)
-def test_the_lead_is_one_coherent_passage_under_one_heading(question: str, rows: list[EvidenceRow],
-                                                            lines: tuple[int, int], says: str, section: str) -> None:
-    span = lead(question, rows)
-    assert (span.start_line, span.end_line) == lines and says in span.text
-    assert len(span.text) <= MAX_PASSAGE_CHARS
-    assert span.section == section
-    if section == "`FileResponse`":  # never crossing into the next heading's section
-        assert "RedirectResponse" not in span.text
-
-
-@pytest.mark.parametrize(
-    ("question", "rows", "never"),
-    [
-        ("Где скачивание файлов описано?", [LINKS_ROW, FILE_ROW], "[Скачивание файлов](a.md)"),
-        ("Подсказка про HTML потоки", [FILE_ROW], "Смотрите также"),
-        ("tutorial009_py310 docs_src", [FILE_ROW], "{*"),
-        ("FileResponse", [FILE_ROW], "### `FileResponse`"),
-        ("tip Подсказка", [FILE_ROW], "///"),
-    ],
-    ids=["link-list", "see-also-links", "include-line", "heading", "admonition-marker"],
-)
-def test_headings_link_lists_and_boilerplate_are_never_quoted(question: str, rows: list[EvidenceRow],
-                                                             never: str) -> None:
-    analysis = analyze(question, key_terms(question), rows, True)
-    assert all(never not in s.text for s in [*analysis.spans, *analysis.passages])
-
-
 def test_passages_keep_exact_line_numbers() -> None:
     lines = source_lines(FILE_MD, 190)
     analysis = analyze("Какие аргументы принимает FileResponse?", ["аргументы", "fileresponse"], [FILE_ROW], True)
@@ -315,60 +255,6 @@ PROCESS_PY = "\n".join([
 MODEL_PY = "class Operation(BaseModel):\n    tags: list[str] | None = None\n    operationId: str | None = None"
 
 
-@pytest.mark.parametrize(
-    ("question", "content", "start", "first_line", "shown", "hidden"),
-    [
-        ("Где вычисляется operationId по умолчанию?", GROUP_PY, 95, 'def generate_unique_id(route: "APIRoute") -> str:',
-         ['"""The default operationId of a route."""', "return f\"{operation_id}_"], ["deep_update", "get_value"]),
-        ("Where does get_openapi collect operation_ids?", LONG_PY, 10, "def get_openapi(",
-         ['"""Build the OpenAPI schema of the app."""', "    operation_ids: set[str] = set()", "    ..."],
-         ["step_3", "more_4"]),
-        ("What does click.confirm print when the answer is not understood?", CONFIRM_PY, 40,
-         "def confirm(text: str, default: bool = False) -> bool:",
-         ['"""Prompts for confirmation (yes/no question)."""', '        echo("Error: invalid input", err=err)'],
-         ["step_3", "more_4"]),
-        ("Is the test runner safe to use from several threads?", RUNNER_PY, 317, "class CliRunner:",
-         ["    global interpreter state."], [":param charset", "step_3"]),
-        ("What does configure_once do when structlog is already configured?", ONCE_PY, 259,
-         "def configure_once(processors=None):",
-         ['warnings.warn("Repeated configuration attempted."', "configured_0"], ["configured_14"]),
-        ("What happens if the last processor returns None instead of a dict?", PROCESS_PY, 160,
-         "def _process_event(self, method_name, event, event_kw):",
-         ["    raise ValueError(", "didn't return an appropriate value", "Valid return values", "    )"],
-         ["after = 1"]),
-    ],
-    ids=["enclosing-def-in-a-group", "long-def-signature-docstring-used-lines", "long-def-string-literal-lines",
-         "long-def-docstring-first-paragraph", "long-def-warning-before-other-used-lines",
-         "long-def-raise-with-its-message-lines"],
-)
-def test_code_is_quoted_as_its_enclosing_definition(question: str, content: str, start: int, first_line: str,
-                                                    shown: list[str], hidden: list[str]) -> None:
-    row = ev("c0", "fastapi/utils.py", content, start, layer="C0_SOURCE_CHUNKS")
-    span = lead(question, [row])
-    assert span.code and span.kind == "source" and span.text.split("\n")[0] == first_line
-    assert all(s in span.text for s in shown) and not any(h in span.text for h in hidden)
-    assert len(span.text.split("\n")) <= MAX_CODE_LINES + 1
-
-
-def test_the_function_that_computes_a_value_beats_the_field_that_holds_it() -> None:
-    rows = [ev("model", "fastapi/openapi/models.py", MODEL_PY, 289, layer="C0_SOURCE_CHUNKS"),
-            ev("utils", "fastapi/utils.py", GROUP_PY, 95, layer="C0_SOURCE_CHUNKS")]
-    span = lead("Где в коде вычисляется operationId по умолчанию?", rows)
-    assert span.path == "fastapi/utils.py" and span.section == "generate_unique_id"
-
-
-def test_supporting_passages_only_add_key_terms_the_lead_lacks() -> None:
-    rows = [CORS_ROW,
-            ev("dup", "docs/ru/docs/advanced/middleware.md", "Параметр `max_age` по умолчанию `600`.", 9),
-            ev("new", "docs/ru/docs/advanced/headers.md", "Заголовок `allow_credentials` включает куки.", 3)]
-    analysis = run("Какое значение по умолчанию у max_age и allow_credentials?", rows)
-    assert 1 <= len(analysis.spans) <= 1 + MAX_SUPPORTING
-    paths = [s.path for s in analysis.spans]
-    assert "docs/ru/docs/advanced/middleware.md" not in paths[1:]  # says nothing the lead does not
-    assert len(analysis.passages) <= MAX_PASSAGES
-    assert all(s in analysis.passages for s in analysis.spans)
-
-
 class FakeMeaning:
     """An embedder that knows synonyms: texts sharing a concept point the same way."""
 
@@ -385,14 +271,6 @@ class FakeMeaning:
         return [[float(any(w in t.lower() for w in words)) for words in self.CONCEPTS] + [0.1] for t in texts]
 
 
-def test_meaning_finds_a_paraphrase_and_is_one_batched_call() -> None:
-    question = "How do I let users download a file?"
-    embed = FakeMeaning()
-    with_meaning = lead(question, [FILE_ROW], embed=embed)
-    assert "Асинхронно отправляет файл" in with_meaning.text
-    assert len(embed.calls) == 1 and embed.calls[0][0] == question
-
-
 def test_an_embedder_failure_leaves_the_lexical_choice() -> None:
     question = "Как отправить файл для скачивания?"
     assert lead(question, [FILE_ROW], embed=FakeMeaning(fail=True)) == lead(question, [FILE_ROW])
@@ -404,61 +282,6 @@ def test_rows_appended_for_a_ranked_file_weigh_as_that_file() -> None:
     rows = [ev("r0", FILE_ROW.path, "# Кастомные ответы", 1), other, appended]
     span = lead("Как отправить файл для скачивания?", rows)
     assert span.path == FILE_ROW.path  # the file ranked first, though this row came last
-
-
-# -- the lead weighs retrieval rank; supports stay near the top; a file's reason is its best sentence ------
-def scored(path: str, score: float, kind: str = "prose") -> Scored:
-    text = "def f(x):" if kind == "source" else "text"  # a definition's source opens with its signature
-    row = ev(path, path, text, 1)
-    return Scored(candidate=Candidate(row=row, kind=kind, text=text, start_line=1, end_line=1), score=score,
-                  terms=[], lexical=score)
-
-
-@pytest.mark.parametrize(
-    ("items", "leads"),
-    [
-        ([("b.md", 0.30), ("a.md", 0.25)], "a.md"),  # 0.30 / (1 + 0.5) < 0.25: the top file keeps the lead
-        ([("b.md", 0.40), ("a.md", 0.25)], "b.md"),  # a clear margin still wins
-        ([("a.md", 0.25), ("b.md", 0.20)], "a.md"),
-        ([("b.py", 0.30, "source"), ("a.md", 0.25)], "b.py"),  # a definition keeps its own score
-    ],
-    ids=["rank-1-keeps-the-lead", "clear-margin-wins", "already-first", "definition-not-reweighed"],
-)
-def test_the_lead_weighs_the_file_rank_again(items: list[tuple[Any, ...]], leads: str) -> None:
-    ranked = [scored(*item) for item in items]
-    first = lead_first(ranked, {"a.md": 1, "b.md": 2, "b.py": 2})
-    assert first[0].candidate.row.path == leads and sorted(map(id, first)) == sorted(map(id, ranked))
-    assert LEAD_RANK_DECAY == 0.5
-
-
-def test_supports_come_only_from_the_top_ranked_files() -> None:
-    question = "Какое значение по умолчанию у max_age и что делает expose_headers?"
-    filler = [ev(f"f{i}", f"docs/other{i}.md", f"Про max_age и кэширование, вариант {i}.", 1)
-              for i in range(5)]
-    assert SUPPORT_MAX_RANK < 7  # `far` is the seventh file
-    far = ev("far", "docs/far.md", "Параметр `expose_headers` открывает браузеру заголовки ответа.", 1)
-    spans = analyze(question, key_terms(question), [CORS_ROW, *filler, far], True).spans
-    assert spans and all(s.path != "docs/far.md" for s in spans)
-    near = analyze(question, key_terms(question), [CORS_ROW, far, *filler], True).spans
-    assert any(s.path == "docs/far.md" for s in near)  # the same passage from a top file supports
-
-
-@pytest.mark.parametrize(
-    ("text", "says"),
-    [
-        ("Короткая строка про WSGIMiddleware.", "Короткая строка про WSGIMiddleware."),
-        ("Вы можете монтировать приложения, как вы видели в разделе о подприложениях и прокси-серверах, "
-         "и это работает для любых приложений этого типа без изменений. Для этого используйте WSGIMiddleware "
-         "и оберните им ваше приложение. Потребуется пакет a2wsgi, который ставится отдельно от всего "
-         "остального, как и другие дополнительные зависимости.",
-         "Для этого используйте WSGIMiddleware и оберните им ваше приложение."),
-    ],
-    ids=["short-line-as-is", "long-line-its-best-sentence"],
-)
-def test_a_files_reason_is_the_sentence_that_names_the_asked_term(text: str, says: str) -> None:
-    question = "Как подключить WSGIMiddleware?"
-    q = question_of(question, key_terms(question), [ev("w", "docs/wsgi.md", text, 1)])
-    assert best_sentence(text, q) == says
 
 
 README = ev("readme", "README.md", "# Click\n\nClick is a Python package for creating command line interfaces.", 1,
@@ -493,8 +316,8 @@ def same_meaning(texts: list[str]) -> list[list[float]]:
 
 @pytest.mark.parametrize(
     ("cross_lingual", "embed", "sufficient"),
-    [(True, same_meaning, True), (False, same_meaning, False), (True, None, False)],
-    ids=["cross-lingual-by-meaning", "same-language-needs-a-key-term", "no-embedder-nothing-scores"],
+    [(True, same_meaning, True), (False, same_meaning, False)],
+    ids=["cross-lingual-by-meaning", "same-language-needs-a-key-term"],
 )
 def test_a_cross_lingual_request_is_answered_by_meaning(cross_lingual: bool, embed: Any, sufficient: bool) -> None:
     question = "Какой редактор откроется, если я его не указал?"
@@ -513,48 +336,3 @@ EXC_PY = '''class HTTPException(StarletteHTTPException):
     from fastapi import FastAPI, HTTPException
     ```
     """'''
-
-
-def test_a_code_files_reason_is_the_line_that_defines_the_asked_name() -> None:
-    question = "В каком модуле исходников FastAPI определён класс HTTPException?"
-    row = ev("exc", "fastapi/exceptions.py", EXC_PY, 17, layer="C0_SOURCE_CHUNKS")
-    (file,) = run(question, [row]).files
-    assert file.reason.endswith("class HTTPException(StarletteHTTPException):")
-    assert (file.start_line, file.end_line) == (17, 17)
-
-
-@pytest.mark.parametrize(("text", "leads"), [("QUESTIONS = (...)", "policy.py"),
-                                            ("@cache\ndef questions() -> tuple:", "texts.py"),
-                                            ("async def handler(request):", "texts.py")])
-def test_only_a_definition_keeps_its_own_score_for_the_lead(text: str, leads: str) -> None:
-    """A list of constants between definitions has no name that singles it out: it is reweighed by its file's
-    rank like prose (the demo question led with a list of Russian bench questions ranked ninth). A function cut
-    from a chunk of module code is still a definition."""
-    row = ev("q", "evals/bench/texts.py", text, 91, layer="C0_SOURCE_CHUNKS", metadata={"kind": "module_code"})
-    code = Scored(candidate=Candidate(row=row, kind="source", text=row.content, start_line=91, end_line=91),
-                  score=0.28, terms=[], lexical=0.28)
-    card = scored("nodes/retrieval_policy/policy.py", 0.2, kind="C1_SYMBOL_CATALOG")
-    ranks = {"nodes/retrieval_policy/policy.py": 3, "evals/bench/texts.py": 9}
-    # module code: 0.28 / (1 + 0.5 × 8) = 0.056 < 0.2 / (1 + 0.5 × 2) = 0.1; a function keeps 0.28
-    assert lead_first([code, card], ranks)[0].candidate.row.path.endswith(leads)
-
-
-@pytest.mark.parametrize(
-    ("support_text", "score", "shown"),
-    [
-        ("Параметр max_age по умолчанию `600`.", 0.65, True),  # no new key term, a new value, close enough
-        ("Параметр max_age по умолчанию `600`.", 0.5, False),  # a new value, but far below the lead
-        ("Параметр max_age задаёт кэширование.", 0.9, False),  # close, but nothing the lead lacks
-    ],
-    ids=["close-with-a-value", "too-far", "nothing-new"],
-)
-def test_a_close_support_with_details_the_lead_lacks_is_shown(support_text: str, score: float,
-                                                              shown: bool) -> None:
-    question = "Что делает max_age?"
-    rows = [ev("lead", "docs/a.md", "Параметр max_age задаёт кэширование.", 1),
-            ev("sup", "docs/b.md", support_text, 1)]
-    q = question_of(question, key_terms(question), rows)
-    items = [Scored(candidate=Candidate(row=row, kind="prose", text=row.content, start_line=1, end_line=1),
-                    score=s, terms=[], lexical=s) for row, s in zip(rows, (1.0, score), strict=True)]
-    spans, _ = choose_passages(items, q, {"docs/a.md": 1, "docs/b.md": 2})
-    assert [s.path for s in spans] == (["docs/a.md", "docs/b.md"] if shown else ["docs/a.md"])
