@@ -1,0 +1,101 @@
+"""Issue 38, item 4: the answer is composed from the pack's scored units (pure decisions, table-driven)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from nodes.context_analysis.analyze import SCREEN_LINES, file_line
+from nodes.context_analysis.models import Span
+from nodes.context_analysis.units import MAX_SUPPORTING, choose_units, quote_margin, unit_passages
+from nodes.context_retrieval.learned_ranker import LearnedRanker
+from nodes.context_retrieval.units import UNIT_SCORES, Unit, UnitScorer, with_unit_scores
+from nodes.evidence import EvidenceRow
+
+
+def unit(path: str, start: int, score: float, end: int | None = None, text: str | None = None) -> Span:
+    return Span(path=path, start_line=start, end_line=end or start, text=text or f"{path}:{start}", row_id=path,
+                score=score)
+
+
+def ranked(*units: Span) -> list[Span]:
+    return sorted(units, key=lambda u: -u.score)
+
+
+RANK = {"a.md": 1, "b.md": 2, "c.md": 3}
+
+
+@pytest.mark.parametrize(("units", "margin", "quoted"), [
+    # the best unit of the best-ranked file leads, even when another file's unit scores higher
+    (ranked(unit("b.md", 5, 3.0), unit("a.md", 40, 1.0), unit("a.md", 9, 0.5)), None, [("a.md", 40, 40)]),
+    # within the margin of the best unit: quoted after the lead, best first
+    (ranked(unit("b.md", 5, 3.0), unit("a.md", 40, 1.0), unit("c.md", 7, 2.5)), 1.0,
+     [("a.md", 40, 40), ("b.md", 5, 5), ("c.md", 7, 7)]),
+    # below the margin: left out
+    (ranked(unit("b.md", 5, 3.0), unit("a.md", 40, 1.0), unit("c.md", 7, 1.5)), 1.0,
+     [("a.md", 40, 40), ("b.md", 5, 5)]),
+    # a unit next to a quote (one line apart) joins it
+    (ranked(unit("a.md", 40, 3.0), unit("a.md", 42, 2.9), unit("a.md", 50, 2.8)), 1.0,
+     [("a.md", 40, 42), ("a.md", 50, 50)]),
+    # a file without units does not lead: the best-ranked file that has one does
+    (ranked(unit("c.md", 7, 1.0), unit("b.md", 5, 0.2)), None, [("b.md", 5, 5)]),
+    # at most MAX_SUPPORTING quotes after the lead
+    (ranked(*(unit("c.md", 10 * k, 2.0 - k / 100) for k in range(1, 9)), unit("a.md", 1, 0.0)), 10.0,
+     [("a.md", 1, 1), *(("c.md", 10 * k, 10 * k) for k in range(1, MAX_SUPPORTING + 1))]),
+    ([], 1.0, []),
+], ids=["lead-from-best-file", "within-margin", "below-margin", "adjacent-joined", "file-without-units",
+        "max-quotes", "no-units"])
+def test_choose_units(units: list[Span], margin: float | None, quoted: list[tuple[str, int, int]]) -> None:
+    chosen, pool = choose_units(units, RANK, margin)
+    assert [(s.path, s.start_line, s.end_line) for s in chosen] == quoted
+    assert pool[: len(chosen)] == chosen and len(pool) >= len(chosen)
+
+
+@pytest.mark.parametrize(("meta", "margin"), [
+    ({"quote_margin": 1.5}, 1.5), ({}, None), ({"quote_margin": True}, None), ({"quote_margin": "2"}, None),
+], ids=["shipped", "absent", "bool", "text"])
+def test_the_quote_margin_is_the_models(meta: dict[str, Any], margin: float | None) -> None:
+    scorer = UnitScorer(LearnedRanker(trees=(), features=(), prior_weight=0.0, meta=meta))
+    assert quote_margin(scorer) == margin
+
+
+def row(rid: str, path: str, content: str, start: int, layer: str = "D0_DOC_CHUNKS", **meta: Any) -> EvidenceRow:
+    return EvidenceRow(id=rid, path=path, layer=layer, content=content, span_start=start,
+                       span_end=start + content.count("\n"), metadata=meta)
+
+
+def test_a_unit_two_rows_hold_is_one_passage_with_its_best_score_and_its_section() -> None:
+    doc = "## Pilot boat\n\nThe boat waits 45 minutes."
+    a = row("a", "g.md", doc, 10, **{UNIT_SCORES: [[12, 12, 0.5, "sentence", "The boat waits 45 minutes."]]})
+    b = row("b", "g.md", doc, 10, **{UNIT_SCORES: [[12, 12, 0.9, "sentence", "The boat waits 45 minutes."]]})
+    code = row("c", "h.py", "def wait(self):\n    return 45", 3, layer="C0_SOURCE_CHUNKS",
+               **{UNIT_SCORES: [[4, 4, 0.7, "statement", "    return 45"]]})
+    got = unit_passages([a, b, code])
+    assert [(u.row_id, u.start_line, u.score, u.section, u.code) for u in got] == [
+        ("b", 12, 0.9, "Pilot boat", False), ("c", 4, 0.7, "wait", True)]
+
+
+@pytest.mark.parametrize(("span", "card_end", "lines"), [
+    (Span(path="p.md", start_line=100, end_line=101, text="two lines", row_id="r"), 300, (100, 101)),
+    (None, 30, (1, 30)),  # a card shorter than a screen: its whole span
+    (None, 167, (1, SCREEN_LINES)),  # a longer one: its first screen, never `1-167`
+], ids=["best-unit", "short-card-whole", "long-card-first-screen"])
+def test_a_files_line_is_its_best_unit_and_a_whole_file_only_under_a_screen(
+        span: Span | None, card_end: int, lines: tuple[int, int]) -> None:
+    card = EvidenceRow(id="card", path="p.md", layer="D1_DOCUMENT_CATALOG", content="Contributing guide",
+                       span_start=1, span_end=card_end, title="Contributing")
+    reason, start, end = file_line(span, card, "Contributing")
+    assert (start, end) == lines and reason
+
+
+def test_each_pack_row_carries_the_scored_units_it_holds() -> None:
+    rows = [{"id": "r", "path": "g.md"}]
+    units = [Unit(row=0, path="g.md", layer="D0_DOC_CHUNKS", kind="sentence", start=2, end=2, text="Two."),
+             Unit(row=0, path="g.md", layer="D0_DOC_CHUNKS", kind="sentence", start=9, end=9, text="Nine.")]
+    core = row("r", "g.md", "One.\nTwo.\nThree.", 1)
+    other = row("o", "x.md", "Two.", 2)
+    out = with_unit_scores([core, other], units, np.array([0.25, 1.0]), rows)
+    assert out[0].metadata[UNIT_SCORES] == [[2, 2, 0.25, "sentence", "Two."]]  # line 9 lies outside its span
+    assert UNIT_SCORES not in out[1].metadata  # another file
