@@ -42,6 +42,9 @@ SUITES: dict[str, Suite] = {s.name: s for s in (
     Suite("structlog", "evals/corpora/structlog/assemble", "evals/datasets/structlog.jsonl",
           "evals/datasets/structlog_holdout.jsonl"),
     Suite("click", "evals/corpora/click/assemble", "evals/datasets/click.jsonl", "evals/datasets/click_holdout.jsonl"),
+    Suite("mcp", "evals/corpora/mcp/assemble", "evals/datasets/mcp.jsonl", None),
+    Suite("libaudit", "evals/corpora/libaudit/assemble", "evals/datasets/libaudit.jsonl", None),
+    Suite("urllib3", "evals/corpora/urllib3/assemble", "evals/datasets/urllib3.jsonl", None),
     Suite("lotsman-self", None, "evals/datasets/lotsman_self.jsonl", None),
 )}
 

@@ -181,8 +181,9 @@ def test_blocks_keep_a_code_fence_with_its_bullet() -> None:
 
 
 # --- suites and the command line --------------------------------------------------------------------
-def test_registry_names_the_issue_11_corpora() -> None:
-    assert set(SUITES) == {"fastapi-ru", "atlas-pm", "structlog", "click", "lotsman-self"}
+def test_registry_names_the_issue_11_and_41_corpora() -> None:
+    assert set(SUITES) == {"fastapi-ru", "atlas-pm", "structlog", "click", "lotsman-self", "mcp", "libaudit", "urllib3"}
+    assert all(SUITES[n].holdout is None for n in ("mcp", "libaudit", "urllib3"))  # dev corpora of issue 41 item 1
     assert SUITES["lotsman-self"].holdout is None and SUITES["lotsman-self"].assemble is None
 
 
