@@ -11,6 +11,7 @@ answer's confidence (`GateDecision.coverage`; `lotsman gaps` lists answers below
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Sequence
@@ -52,6 +53,10 @@ _WORD = WORD
 
 _NAMED = re.compile(r"(?<![\w/.-])(?:[A-Za-z][A-Za-z0-9_+#]*(?:[.-][A-Za-z0-9_]+)*|[А-ЯЁ][а-яё]+)")
 _CYRILLIC = re.compile(r"[А-ЯЁа-яё]")
+_CHORD = re.compile(r"\+[A-Za-z0-9]")
+"""`Ctrl+C`, `Alt+F4`: a key chord, not a name (`C++` keeps its name)."""
+_PLACEHOLDER = re.compile(r"(?:[Mm]y|[Ff]oo|[Bb]ar|[Bb]az|[Yy]our|[Ee]xample)(?:[A-Z_.\d]|$)")
+"""`MyClass.method`, `my_handler`, `foo_bar`: the placeholders of every tutorial, not names of a project."""
 _QUOTED = re.compile(r"`[^`]*`|'[^']*'|\"[^\"]*\"|«[^»]*»")
 
 
@@ -64,7 +69,8 @@ def named_terms(text: str) -> list[str]:
 
     In a Russian request every Latin word of three letters or more is a name too (`rate limiting`, `nushell`,
     `sampling`: a developer writes a term in English because it is one), except inside quotes or backticks,
-    where it is an example value (`'maybe'`, `` `| head` ``).
+    where it is an example value (`'maybe'`, `` `| head` ``). Key chords (`Ctrl+C`) and placeholders
+    (`MyClass.method`, `my_handler`, `foo_bar`) are not names: dev questions about them were refused.
 
     A name the corpus never mentions is the strongest sign a question is about something else; plain
     words are not checked, since English questions over Russian docs share few plain words with them.
@@ -74,7 +80,7 @@ def named_terms(text: str) -> list[str]:
     quoted = [range(q.start(), q.end()) for q in _QUOTED.finditer(text)]
     for m in _NAMED.finditer(text):
         word = m.group(0)
-        if word.lower() in STOPWORDS or len(word) < 3:
+        if word.lower() in STOPWORDS or len(word) < 3 or _CHORD.search(word) or _PLACEHOLDER.match(word):
             continue
         if cyrillic and not _CYRILLIC.search(word) and not any(m.start() in q for q in quoted):
             out.setdefault(word, None)  # an English word in a Russian sentence is a term: `rate limiting`
@@ -222,6 +228,29 @@ def gate_signals(rows: Sequence[EvidenceRow], terms: Sequence[str], *, query: st
     )
 
 
+def signals_from_json(raw: dict[str, object]) -> GateSignals:
+    """`GateSignals` from a report's recorded `signals` (fields a report lacks keep their defaults; fields
+    this version no longer has are dropped)."""
+    known = {f.name for f in dataclasses.fields(GateSignals)}
+    kept = {k: v for k, v in raw.items() if k in known}
+    return GateSignals(**kept | {"absent_names": tuple(raw.get("absent_names") or ())})  # type: ignore[arg-type]
+
+
+def hard_verdict(signals: GateSignals) -> GateDecision | None:
+    """The verdicts no score overrules: nothing found, the file the user named, a name the index never
+    mentions, an overview with the repository's landing pages; None for every other request."""
+    cov, best = signals.coverage, signals.best_similarity
+    if not signals.rows:
+        return GateDecision(False, "no rows", cov, best, signals)
+    if signals.named_file_found:
+        return GateDecision(True, "the file the user named", cov, best, signals)
+    if signals.absent_names:
+        return GateDecision(False, f"not in the index: {', '.join(signals.absent_names)}", cov, best, signals)
+    if signals.overview:
+        return GateDecision(True, "about the repository itself: its landing pages", cov, best, signals)
+    return None
+
+
 def decide(signals: GateSignals, t: GateThresholds) -> GateDecision:
     """The verdict: refuse only on evidence that the index does not hold the topic (pure)."""
     cov, best, found = signals.coverage, signals.best_similarity, signals.candidate_coverage
@@ -229,14 +258,9 @@ def decide(signals: GateSignals, t: GateThresholds) -> GateDecision:
     def verdict(passed: bool, reason: str) -> GateDecision:
         return GateDecision(passed, reason, cov, best, signals)
 
-    if not signals.rows:
-        return verdict(False, "no rows")
-    if signals.named_file_found:
-        return verdict(True, "the file the user named")
-    if signals.absent_names:
-        return verdict(False, f"not in the index: {', '.join(signals.absent_names)}")
-    if signals.overview:
-        return verdict(True, "about the repository itself: its landing pages")
+    hard = hard_verdict(signals)
+    if hard is not None:
+        return hard
     if signals.cross_lingual:  # stems of one language cannot cover the other's: similarity must speak
         if signals.has_terms and cov >= t.cross_coverage_pass:
             return verdict(True, f"cross-lingual, key terms covered ({cov:.2f})")

@@ -19,6 +19,12 @@ from nodes.evidence import EvidenceRow
     # an English request keeps the old rule: plain lower-case words are not names
     ("How do I show a spinner in progressbar?", []),
     ("Как настроить CORS?", ["CORS"]),
+    # a key chord is not a name (a dev question about Ctrl+C was refused: "not in the index: Ctrl+C")
+    ("What does a Click program print when the user presses Ctrl+C at a prompt?", ["Click"]),
+    ("Does it support C++ and C#?", ["C++"]),
+    # nor is a placeholder of the kind every tutorial uses ("like MyClass.method" was refused)
+    ("Can each log entry carry the method's name with its class, like MyClass.method?", []),
+    ("Where is my_handler or foo_bar registered in FastAPI?", ["FastAPI"]),
 ])
 def test_latin_words_in_a_russian_request_are_names(query: str, names: list[str]) -> None:
     assert named_terms(query) == names
