@@ -5,6 +5,7 @@ Reads eval reports (`lotsman eval --suite dev --out FILE.json`, or one per corpu
 
     python -m evals.gate_calibration out/eval-dev.json          # the setting chosen on every corpus together
     python -m evals.gate_calibration --loco out/eval-dev.json   # chosen on all corpora but one, scored on it
+    python -m evals.train_gate out/eval-dev.json                # a learned gate, leave-one-corpus-out, beside them
 
 A setting is worth, per corpus, the share of unanswerable cases it refuses minus `--cost` (default 2) times
 the answerable cases it refuses, counted in the same unit (per unanswerable case): a refused answerable
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.holdout import refuse_report
-from nodes.context_retrieval.gate import GateSignals, GateThresholds, decide
+from nodes.context_retrieval.gate import GateSignals, GateThresholds, decide, signals_from_json
 from stores.errors import LotsmanError
 
 # evenly spaced, so that "the middle of a tie" is the middle of the gap the data leaves, not of the grid
@@ -71,7 +72,6 @@ def load_cases(paths: list[Path]) -> dict[str, Cases]:
                 raise LotsmanError(f"{path}: not an eval report (no results for {name}); pass the file "
                                    "`lotsman eval --out` wrote")
         reports += found
-    known = {f.name for f in dataclasses.fields(GateSignals)}  # reports may predate a signal's removal
     for name, report in reports:
         cases = []
         for case in report["results"]:
@@ -81,8 +81,7 @@ def load_cases(paths: list[Path]) -> dict[str, Cases]:
             if "candidate_coverage" not in raw:
                 raise LotsmanError(f"{name}: the report's gate signals have no candidate_coverage; run the eval "
                                    "again with this version")
-            raw = {k: v for k, v in raw.items() if k in known} | {"absent_names": tuple(raw.get("absent_names") or ())}
-            cases.append((bool(case["answerable"]), GateSignals(**raw)))
+            cases.append((bool(case["answerable"]), signals_from_json(raw)))
         out[name] = cases
     return out
 
@@ -193,110 +192,20 @@ def loco_rules(corpora: dict[str, Cases], cost: float = COST
 
 def print_loco(corpora: dict[str, Cases], cost: float = COST) -> int:
     """Per corpus left out: the thresholds the others chose and their scores on it; beside them the shipped
-    thresholds, the hard rules alone, and a learned (logistic) gate without and with the ranker's scores."""
+    thresholds and the hard rules alone (the learned gate's table: `python -m evals.train_gate`)."""
     chosen = loco_rules(corpora, cost)
     for held, (t, _) in chosen.items():
         print(f"chosen without {held}: {show(t)}")
     hard_only = GateThresholds(candidate_coverage_pass=0.0, cross_similarity_pass=0.0, no_terms_similarity_pass=0.0)
     tables = {"rules, chosen leave-one-corpus-out": {n: s for n, (_, s) in chosen.items()},
               "rules, shipped thresholds": {n: score(c, GateThresholds()) for n, c in corpora.items()},
-              "hard rules only (no rows, an absent name)": {n: score(c, hard_only) for n, c in corpora.items()},
-              "learned, gate signals": loco_learned(corpora, with_ranker=False, cost=cost),
-              "learned, + ranker scores": loco_learned(corpora, with_ranker=True, cost=cost)}
+              "hard rules only (no rows, an absent name)": {n: score(c, hard_only) for n, c in corpora.items()}}
     for label, scores in tables.items():
         value, answered = objective(scores, cost)
         print(f"{label}: macro worth {value:.3f}, answered {answered:.3f}")
         for name, s in scores.items():
             print("   ", name, rounded(s, cost))
     return 0
-
-
-# ---- learned gate: logistic regression over the signals, chosen by leave-one-corpus-out (issue 29 item 5) ----
-
-def signal_vector(s: GateSignals) -> list[float]:
-    """The soft signals a learned gate weighs (the hard rules — no rows, a named file found, a name absent
-    from the index, an overview — decide before it)."""
-    cross = 1.0 if s.cross_lingual else 0.0
-    top = s.ranker_top if s.ranker_top is not None else 0.0
-    margin = s.ranker_margin if s.ranker_margin is not None else 0.0
-    return [s.coverage * (1 - cross), s.coverage * cross, s.best_similarity * (1 - cross),
-            s.best_similarity * cross, cross, 1.0 if s.has_terms else 0.0, s.candidate_coverage, top, margin]
-
-
-RANKER_COLUMNS = 2
-"""The last columns of `signal_vector`: the learned ranker's top score and margin."""
-
-
-def hard_verdict(s: GateSignals) -> bool | None:
-    if not s.rows:
-        return False
-    if s.named_file_found:
-        return True
-    if s.absent_names:
-        return False
-    if s.overview:
-        return True
-    return None
-
-
-def fit_logistic(x: Any, y: Any, l2: float = 1.0, steps: int = 3000, lr: float = 0.1) -> Any:
-    """Weights (bias last) of an L2-regularised logistic regression, by plain gradient descent (numpy)."""
-    import numpy as np
-
-    xb = np.hstack([x, np.ones((len(x), 1))])
-    w = np.zeros(xb.shape[1])
-    pos = max(1.0, float(y.sum()))
-    neg = max(1.0, float(len(y) - y.sum()))
-    weight = np.where(y == 1, len(y) / (2 * pos), len(y) / (2 * neg))  # classes weigh the same
-    for _ in range(steps):
-        p = 1 / (1 + np.exp(-(xb @ w)))
-        grad = xb.T @ ((p - y) * weight) / len(y) + l2 * np.r_[w[:-1], 0.0] / len(y)
-        w -= lr * grad
-    return w
-
-
-def learned_passes(w: Any, s: GateSignals, threshold: float) -> bool:
-    import numpy as np
-
-    hard = hard_verdict(s)
-    if hard is not None:
-        return hard
-    z = float(np.dot(np.r_[signal_vector(s), 1.0], w))
-    return 1 / (1 + np.exp(-z)) >= threshold
-
-
-def loco_learned(corpora: dict[str, Cases], *, with_ranker: bool = True, cost: float = COST
-                 ) -> dict[str, dict[str, float | None]]:
-    """Leave-one-corpus-out: fit on the other corpora's soft cases (answerable = pass), choose the threshold
-    on them by the same objective as the rules, score the held corpus."""
-    import numpy as np
-
-    width = len(signal_vector(GateSignals()))
-
-    def soft(cases: Cases) -> tuple[Any, Any]:
-        rows = [(a, s) for a, s in cases if hard_verdict(s) is None]
-        x = np.array([signal_vector(s) for _, s in rows]) if rows else np.zeros((0, width))
-        if not with_ranker and len(x):
-            x[:, width - RANKER_COLUMNS:] = 0.0
-        return x, np.array([1.0 if a else 0.0 for a, _ in rows])
-
-    out: dict[str, dict[str, float | None]] = {}
-    for held in corpora:
-        train = {n: c for n, c in corpora.items() if n != held}
-        xs, ys = zip(*(soft(c) for c in train.values()), strict=True)
-        w = fit_logistic(np.vstack(xs), np.concatenate(ys))
-        best: tuple[tuple[float, float], float] | None = None
-        for threshold in np.arange(0.0, 0.96, 0.05):  # 0.0 passes every soft case
-            passes = gate_of(w, float(threshold))
-            got = objective({n: score_with(c, passes) for n, c in train.items()}, cost)
-            if best is None or got > best[0]:
-                best = (got, float(threshold))
-        out[held] = score_with(corpora[held], gate_of(w, best[1] if best else 0.5))
-    return out
-
-
-def gate_of(w: Any, threshold: float) -> Callable[[GateSignals], bool]:
-    return lambda s: learned_passes(w, s, threshold)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.context_retrieval.gate import gate_signals, named_terms
+from nodes.context_retrieval.gate import GateThresholds, decide, gate_signals, named_terms
 from nodes.evidence import EvidenceRow
 
 
@@ -51,3 +51,42 @@ def test_coverage_of_one_row_one_file_and_the_top_file() -> None:
 def test_signals_of_no_rows_keep_the_request_side() -> None:
     s = gate_signals([], ["кафка"], query="Как подключить консьюмер Kafka?", absent_names=["Kafka"])
     assert (s.rows, s.terms, s.names, s.query_ru, s.absent_names) == (0, 1, 1, True, ("Kafka",))
+
+
+# ---- the decision, from the request's text to the verdict (a fake index vocabulary stands in for the names lane) --
+
+INDEX = {"click", "progressbar", "shell", "completion", "bash", "zsh", "fish", "prompt", "timeout", "cors"}
+
+
+def verdict(query: str, rows: list[EvidenceRow], terms: list[str]) -> tuple[bool, str]:
+    absent = [n for n in named_terms(query) if n.lower() not in INDEX]
+    d = decide(gate_signals(rows, terms, query=query, absent_names=absent), GateThresholds())
+    return d.passed, d.reason
+
+
+ENGLISH_DOCS = [row("1", "docs/shell-completion.md", "Shell completion for bash, zsh and fish.", 0.45),
+                row("2", "src/click/termui.py", "def progressbar(iterable, length=None): ...", 0.5)]
+
+
+@pytest.mark.parametrize(("case", "query", "terms", "rows", "passed", "reason"), [
+    ("an absent topic asked in Russian over English docs, named in English",
+     "Как настроить rate limiting для команд?", ["настроить", "rate", "limiting", "команд"], ENGLISH_DOCS,
+     False, "not in the index: rate, limiting"),
+    ("an absent topic asked in Russian over English docs, in Russian words only",
+     "Объясни, как работает блокчейн и майнинг", ["блокчейн", "майнинг"],
+     [row("1", "docs/shell-completion.md", "Shell completion for bash.", 0.95)], False, "cross-lingual:"),
+    ("a near miss of an existing word: completion exists, for nushell it does not",
+     "Есть ли в Click автодополнение для оболочки nushell?", ["click", "автодополнение", "оболочки", "nushell"],
+     ENGLISH_DOCS, False, "not in the index: nushell"),
+    ("an answerable paraphrase in Russian over English docs",
+     "Как включить автодополнение в zsh?", ["включить", "автодополнение", "zsh"], ENGLISH_DOCS, True,
+     "cross-lingual"),
+    ("an answerable question naming a key chord",
+     "What does Click print when the user presses Ctrl+C at a prompt?", ["click", "print", "ctrl", "prompt"],
+     [row("1", "src/click/termui.py", "def prompt(text): ... Aborted! click prints on ctrl", 0.5)], True, "key terms"),
+])
+def test_the_decision(case: str, query: str, terms: list[str], rows: list[EvidenceRow], passed: bool,
+                      reason: str) -> None:
+    got, why = verdict(query, rows, terms)
+    assert got is passed, (case, why)
+    assert why.startswith(reason) or reason in why, (case, why)
