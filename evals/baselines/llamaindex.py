@@ -42,8 +42,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                                 description="A plain LlamaIndex pipeline on the eval corpora (issue 38).")
     p.add_argument("--suite", choices=["dev", "holdout"], help="run every registered corpus's split (dev only)")
     p.add_argument("--corpus-set", metavar="NAMES", help=f"comma-separated corpora: {', '.join(SUITES)}")
-    p.add_argument("--corpora-dir", type=Path, default=Path("/work/corpora"),
-                   help="where the corpora are assembled (default /work/corpora)")
+    p.add_argument("--corpora-dir", type=Path,
+                   help="where the corpora are assembled and kept (default: <LOTSMAN_DATA_DIR>/corpora, as the eval)")
     p.add_argument("--dataset", type=Path, help="one dev dataset instead of a suite (needs --corpus)")
     p.add_argument("--corpus", type=Path, help="corpus root of --dataset")
     p.add_argument("--chars", type=int, default=16000, help="context budget in characters (default 16000)")
@@ -120,6 +120,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return getattr(exc, "exit_code", 1)
 
 
+def _default_corpora_dir() -> Path:
+    from graph.settings import load_settings
+
+    return Path(load_settings().data_dir) / "corpora"
+
+
 def _run(args: argparse.Namespace) -> int:
     jobs = jobs_of(args)
     try:
@@ -137,7 +143,7 @@ def _run(args: argparse.Namespace) -> int:
             root = job.corpus
         else:
             assert job.suite is not None  # select() leaves only a suite's corpus to assemble
-            root = assemble_corpus(job.suite, args.corpora_dir)
+            root = assemble_corpus(job.suite, args.corpora_dir or _default_corpora_dir())
         corpora[job.name] = run_job(job, root, embedder, build, args, caps, progress)
     keys = ["recall_at_5", "recall_at_10", "mrr", *(f"evidence_key_fact_recall@{c}" for c in caps), "index_seconds"]
     report = {"baseline": "llamaindex", "split": "dev", "embedder": "use", "chunk_size": 512, "top_k": args.top_k,
