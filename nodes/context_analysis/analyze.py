@@ -34,7 +34,8 @@ from nodes.intent_routing.models import RouteResult
 from nodes.terms import key_terms
 
 MAX_PASSAGES = 6
-"""Passages conflicts are looked for in (the quotes first); the chat model reads the whole unit pool."""
+"""Passages of the analysis: the quotes, then the next best units (conflicts are looked for in them; the chat
+model reads them, then the pack's rows: `reading_pool`)."""
 REASON_CHARS = 200
 SCREEN_LINES = 40
 """A file's line cites a whole row (a card's span) only when it is shorter than a screen; a longer one cites
@@ -161,7 +162,7 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
 
     Returns:
         Files in rank order each with its best unit as its line, the answer's quotes (`spans`: the best unit
-        of the best file, then the units within the model's margin), the pool of every unit (`passages`),
+        then the units within the model's margin), the best units (`passages`, ≤ MAX_PASSAGES after the quotes),
         sufficiency, key-term coverage of the quotes, conflict notes and the request's language.
     """
     del embed, sources
@@ -191,7 +192,7 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
     return Analysis(
         files=_files(rows, best),
         spans=spans,
-        passages=pool,
+        passages=pool[: max(MAX_PASSAGES, len(spans))],
         sufficient=relevant and (bool(exact) or bool(edges) or ((overview or cross_lingual) and bool(spans))
                                  or any(not is_generic_term(t) for s in pool[:MAX_PASSAGES * 2] for t in s.terms)),
         coverage=round(covered / len(key_stems), 4) if key_stems else 0.0,

@@ -13,7 +13,6 @@ card's place.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -48,13 +47,6 @@ def is_module_card(row: EvidenceRow) -> bool:
     """A module's card summarises the whole file (its docstring's first paragraph and what it defines): only
     the module docstring itself may replace it, never one definition of the file."""
     return (row.metadata or {}).get("kind") == "module"
-
-
-_DOCSTRING = re.compile(r"""^\s*[rRuU]?("{3}|'{3})""")
-
-
-def opens_with_docstring(text: str) -> bool:
-    return bool(_DOCSTRING.match(text))
 
 
 def card_sources(fetched: Sequence[Mapping[str, Any]], rows: Sequence[EvidenceRow]) -> dict[str, list[EvidenceRow]]:

@@ -1,9 +1,9 @@
 """LLM context analysis: the chat model chooses and orders passages of the evidence pack and judges
 sufficiency; anything it cannot do cleanly (error, timeout, garbage) leaves the deterministic analysis.
 
-What the model reads is `reading_pool`: the evidence pack's units in the analysis's order (its quotes, then
-every other scored unit, best first), then the pack's rows that have no unit (cards, facts, edges), within the
-token cap: the same units the extractive answer quotes from (issue 38).
+What the model reads is `reading_pool`: the analysis's units first (the extractive answer's quotes, then the
+next best units: the same units, issue 38), then the rows of the evidence pack (within the token cap) they do
+not already hold.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from nodes import llm_events
 from nodes.context_analysis.models import Analysis, Span
 from nodes.context_analysis.text import fence_content
-from nodes.context_retrieval.gate import ROW_OVERHEAD_TOKENS, estimate_tokens, row_tokens
-from nodes.context_retrieval.units import UNIT_SCORES
+from nodes.context_retrieval.gate import row_tokens
 from nodes.evidence import EvidenceRow
 from nodes.intent_routing.llm import read_candidate
 from nodes.intent_routing.models import RouteResult
@@ -67,22 +66,19 @@ def row_span(row: EvidenceRow) -> Span:
 
 
 def reading_pool(passages: Sequence[Span], rows: Sequence[EvidenceRow], token_cap: int) -> list[Span]:
-    """What the chat model reads: `passages` (the analysis's units, its quotes first) while they fit
-    `token_cap`, then each row of the evidence pack whose text no passage of its file holds and that has no
-    scored unit (a card, a fact, an edge, the pack of a ranker without units), in pack order, while it fits;
-    what does not fit is skipped and a smaller one after it may fit."""
-    pool: list[Span] = []
+    """What the chat model reads: `passages` (the analysis's quotes and best units, in its order), then each row
+    of the evidence pack whose text no passage of its file already holds verbatim, in pack order, while those
+    rows fit `token_cap`; a row that does not fit is skipped, a smaller one after it may fit. A unit does not
+    stand for its row: a fact stated over two sentences or statements is in neither alone.
+
+    The cap bounds the rows, not the passages on top of them: the passages are units of those same rows.
+    """
+    pool = list(passages)
     used = 0
-    for p in passages:
-        cost = estimate_tokens(p.text) + estimate_tokens(p.path) + ROW_OVERHEAD_TOKENS
-        if used + cost <= token_cap:
-            pool.append(p)
-            used += cost
     taken: set[str] = set()
     for row in rows:
         text = row.content.strip()
-        if row.id in taken or not text or row.metadata.get(UNIT_SCORES) or any(
-                p.path == row.path and text in p.text for p in pool):
+        if row.id in taken or not text or any(p.path == row.path and text in p.text for p in pool):
             continue
         cost = row_tokens(row)
         if used + cost > token_cap:

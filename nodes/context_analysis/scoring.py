@@ -15,7 +15,6 @@ Embed = Callable[[list[str]], list[list[float]]]
 
 _ASCII_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[A-Za-z0-9_]")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_CAMEL_PARTS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _CODE_SHAPED = re.compile(r"[_.]|[a-z][A-Z]|^[A-Z]{2,}|^[A-Z][a-z]+[A-Z]")
 _CYRILLIC = re.compile(r"[А-Яа-яЁё]")
 
@@ -79,13 +78,3 @@ def term_share(text: str, q: Question) -> tuple[float, list[str]]:
     found = hits(q.stems, stems_of(text))
     total = sum(q.idf.values())
     return (sum(q.idf[t] for t in found) / total if total else 0.0), [t for t in found if t not in q.soft]
-
-
-def identifier_share(text: str, q: Question) -> float:
-    if not q.identifiers:
-        return 0.0
-    present = set()
-    for word in _IDENT.findall(text):
-        present.add(fold_identifier(word))
-        present.update(part.lower() for part in _CAMEL_PARTS.split(word.replace("_", "")) if len(part) >= 3)
-    return sum(1 for name in q.identifiers if name in present) / len(q.identifiers)

@@ -13,7 +13,6 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # Identifiers (snake_case, dotted, camelCase, PascalCase, CORSMiddleware), options and paths.
 _CODE_TOKEN = re.compile(r"[\w.]*[_.][\w.]*\w|[A-Za-z]*[a-z][A-Z]\w*|\b[A-Z]{2,}[a-z]\w*|--[\w-]+|/[\w{}/-]+")
-_DISTINCTIVE = re.compile(r"`[^`]+`|\d|=|" + _CODE_TOKEN.pattern)
 _MARKUP = re.compile(r"^(?:#{1,6}\s+|[*+-]\s+|>\s*|\d+[.)]\s+)+")
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 _CYRILLIC = re.compile(r"[а-яё]", re.I)
@@ -55,11 +54,6 @@ def idf_weights(stems: dict[str, str], texts: Sequence[str]) -> dict[str, float]
     sets = [stems_of(t) for t in texts]
     return {term: 1.0 + math.log((n + 1) / (sum(1 for s in sets if st in s) + 1))
             for term, st in stems.items()}
-
-
-def is_distinctive(line: str) -> bool:
-    """Has an identifier, a code span, a number or an assignment: the stuff answers are made of."""
-    return bool(_DISTINCTIVE.search(line))
 
 
 def first_hit_offset(text: str, stems: Iterable[str]) -> int:

@@ -4,8 +4,8 @@ item 4).
 Retrieval's unit fill (`nodes/context_retrieval/units`) scores every unit (statement, sentence, list item,
 table row, code block, code fact) of the first files and writes each pack row's scored units into its metadata
 (`UNIT_SCORES`). Here they become passages (`unit_passages`), and `choose_units` picks what the answer quotes:
-the best unit of the best file leads (files in retrieval's rank order), then every unit scoring within the
-model's `quote_margin` of the best one, adjacent units of one file joined into one quote. The margin is chosen
+the best unit leads (the scorer weighs each unit's file rank), then every unit scoring within the model's
+`quote_margin` of it, adjacent units of one file joined into one quote. The margin is chosen
 leave-one-corpus-out by `python -m evals.train_units` and shipped in the unit model: what is quoted changes by
 retraining, not by editing a rule here. Evidence without scored units (the RRF pack, rows built by hand) has its
 units cut and scored here by the same model, without the distances retrieval knows.
@@ -119,19 +119,20 @@ def _join(a: Span, b: Span) -> Span:
 
 def choose_units(units: Sequence[Span], file_rank: dict[str, int], margin: float | None
                  ) -> tuple[list[Span], list[Span]]:
-    """The answer's quotes and the pool (every unit, the quotes first).
+    """The answer's quotes and the pool (every unit, the quotes first); `units` best first.
 
-    The lead is the best unit of the best-ranked file that has one; then each unit scoring at least the best
-    score minus `margin`, best first: joined to a quote of its file it is next to (while the quote stays under
-    MAX_QUOTE_CHARS), else a new quote while there are at most MAX_SUPPORTING after the lead.
+    The lead is the best unit (the scorer weighs the file's rank among its features; a tie goes to the
+    better-ranked file); then each unit scoring at least the best score minus `margin`, best first: joined to a
+    quote of its file it is next to (while the quote stays under MAX_QUOTE_CHARS), else a new quote while there
+    are at most MAX_SUPPORTING after the lead.
     """
     if not units:
         return [], []
-    first_file = min({u.path for u in units}, key=lambda p: (file_rank.get(p, len(file_rank) + 1), p))
-    lead = next(u for u in units if u.path == first_file)
+    top = units[0].score
+    lead = min((u for u in units if u.score >= top), key=lambda u: file_rank.get(u.path, len(file_rank) + 1))
     chosen = [lead]
     if margin is not None:
-        cut = units[0].score - margin
+        cut = top - margin
         for u in units:
             if u.score < cut:
                 break

@@ -276,14 +276,6 @@ def test_an_embedder_failure_leaves_the_lexical_choice() -> None:
     assert lead(question, [FILE_ROW], embed=FakeMeaning(fail=True)) == lead(question, [FILE_ROW])
 
 
-def test_rows_appended_for_a_ranked_file_weigh_as_that_file() -> None:
-    other = ev("o", "docs/other.md", "Файл можно отправить и так: `send_file(path)` для скачивания.", 1)
-    appended = FILE_ROW.model_copy(update={"id": "resp2"})
-    rows = [ev("r0", FILE_ROW.path, "# Кастомные ответы", 1), other, appended]
-    span = lead("Как отправить файл для скачивания?", rows)
-    assert span.path == FILE_ROW.path  # the file ranked first, though this row came last
-
-
 README = ev("readme", "README.md", "# Click\n\nClick is a Python package for creating command line interfaces.", 1,
             lanes={"landing": 1})
 CONTEXT = ev("ctx", "click/core.py", "class Context:\n    \"\"\"The context is a special internal object.\"\"\"", 200,

@@ -153,10 +153,10 @@ def passage(rid: str, path: str, start: int, end: int, text: str = "quoted") -> 
         ([ev("d", "docs/a.md", "later", 40), ev("c", "docs/c.md", "fact", 1)], 4096, ["a", "d", "c"]),
         # a row that does not fit the cap is skipped, a smaller one after it still fits
         ([ev("big", "docs/b.md", "x" * 3000, 1), ev("c", "docs/c.md", "fact", 1)], 60, ["a", "c"]),
-        # the cap bounds the units too (issue 38: the pool is the units, within the cap); empty rows never
-        ([ev("e", "docs/e.md", "  ", 1)], 1, []),
+        # the rules' passages are kept even over the cap; empty rows never
+        ([ev("e", "docs/e.md", "  ", 1)], 1, ["a"]),
     ],
-    ids=["covered", "pack-order", "skip-too-big", "cap-bounds-units"],
+    ids=["covered", "pack-order", "skip-too-big", "passages-kept"],
 )
 def test_the_model_reads_the_rules_passages_then_the_rest_of_the_pack_within_the_cap(
         rows: list[Any], cap: int, expected: list[str]) -> None:
@@ -177,14 +177,7 @@ def test_a_fact_only_the_pack_holds_reaches_the_model() -> None:
     assert "RETRIES = 7" in sent and 'path="docs/late.md" lines="5-5"' in sent
 
 
-def test_the_pool_is_the_units_then_the_rows_without_units() -> None:
-    """Issue 38: with GigaChat the model reads the same units the extractive answer quotes from; a pack row
-    whose units were scored is read through them, a row without units (a card) as it is."""
-    from nodes.context_retrieval.units import UNIT_SCORES
-
-    scored = ev("s", "docs/a.md", "one\ntwo\nthree", 10, metadata={UNIT_SCORES: [[11, 11, 1.0, "sentence", "two"]]})
-    card = ev("card", "docs/c.md", "summary of c", 1, layer="D1_DOCUMENT_CATALOG")
-    pool = reading_pool([passage("s", "docs/a.md", 11, 11, "two")], [scored, card], 4096)
-    assert [(p.row_id, p.start_line) for p in pool] == [("s", 11), ("card", 1)]
+def test_the_cap_bounds_the_packs_rows_not_the_passages_quoted_on_top_of_them() -> None:
     long_quote = passage("a", "docs/a.md", 10, 60, "quoted line\n" * 300)
-    assert [p.row_id for p in reading_pool([long_quote], [card], 60)] == ["card"]
+    pool = reading_pool([long_quote], [ev("c", "docs/c.md", "fact", 1)], 60)
+    assert [p.row_id for p in pool] == ["a", "c"]

@@ -28,24 +28,24 @@ RANK = {"a.md": 1, "b.md": 2, "c.md": 3}
 
 
 @pytest.mark.parametrize(("units", "margin", "quoted"), [
-    # the best unit of the best-ranked file leads, even when another file's unit scores higher
-    (ranked(unit("b.md", 5, 3.0), unit("a.md", 40, 1.0), unit("a.md", 9, 0.5)), None, [("a.md", 40, 40)]),
+    # the scorer's best unit leads, whatever its file's rank (the scorer weighs the rank among its features)
+    (ranked(unit("b.md", 5, 3.0), unit("a.md", 40, 1.0), unit("a.md", 9, 0.5)), None, [("b.md", 5, 5)]),
+    # a tie goes to the better-ranked file
+    (ranked(unit("c.md", 7, 2.0), unit("a.md", 40, 2.0)), None, [("a.md", 40, 40)]),
     # within the margin of the best unit: quoted after the lead, best first
-    (ranked(unit("b.md", 5, 3.0), unit("a.md", 40, 1.0), unit("c.md", 7, 2.5)), 1.0,
-     [("a.md", 40, 40), ("b.md", 5, 5), ("c.md", 7, 7)]),
+    (ranked(unit("b.md", 5, 3.0), unit("a.md", 40, 1.0), unit("c.md", 7, 2.5)), 2.0,
+     [("b.md", 5, 5), ("c.md", 7, 7), ("a.md", 40, 40)]),
     # below the margin: left out
-    (ranked(unit("b.md", 5, 3.0), unit("a.md", 40, 1.0), unit("c.md", 7, 1.5)), 1.0,
-     [("a.md", 40, 40), ("b.md", 5, 5)]),
+    (ranked(unit("b.md", 5, 3.0), unit("a.md", 40, 1.0), unit("c.md", 7, 2.5)), 1.0,
+     [("b.md", 5, 5), ("c.md", 7, 7)]),
     # a unit next to a quote (one line apart) joins it
     (ranked(unit("a.md", 40, 3.0), unit("a.md", 42, 2.9), unit("a.md", 50, 2.8)), 1.0,
      [("a.md", 40, 42), ("a.md", 50, 50)]),
-    # a file without units does not lead: the best-ranked file that has one does
-    (ranked(unit("c.md", 7, 1.0), unit("b.md", 5, 0.2)), None, [("b.md", 5, 5)]),
     # at most MAX_SUPPORTING quotes after the lead
-    (ranked(*(unit("c.md", 10 * k, 2.0 - k / 100) for k in range(1, 9)), unit("a.md", 1, 0.0)), 10.0,
-     [("a.md", 1, 1), *(("c.md", 10 * k, 10 * k) for k in range(1, MAX_SUPPORTING + 1))]),
+    (ranked(*(unit("c.md", 10 * k, 2.0 - k / 100) for k in range(1, 9))), 10.0,
+     [(("c.md", 10 * k, 10 * k)) for k in range(1, MAX_SUPPORTING + 2)]),
     ([], 1.0, []),
-], ids=["lead-from-best-file", "within-margin", "below-margin", "adjacent-joined", "file-without-units",
+], ids=["lead-is-the-best-unit", "tie-to-the-better-file", "within-margin", "below-margin", "adjacent-joined",
         "max-quotes", "no-units"])
 def test_choose_units(units: list[Span], margin: float | None, quoted: list[tuple[str, int, int]]) -> None:
     chosen, pool = choose_units(units, RANK, margin)
