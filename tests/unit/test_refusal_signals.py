@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.context_retrieval.gate import GateThresholds, decide, gate_signals, named_terms
+from nodes.context_retrieval.gate import GateSignals, GateThresholds, decide, gate_signals, named_terms
 from nodes.evidence import EvidenceRow
 
 
@@ -90,3 +90,12 @@ def test_the_decision(case: str, query: str, terms: list[str], rows: list[Eviden
     got, why = verdict(query, rows, terms)
     assert got is passed, (case, why)
     assert why.startswith(reason) or reason in why, (case, why)
+
+
+def test_a_same_language_request_with_few_of_its_words_among_the_candidates_passes() -> None:
+    """libaudit la-022 (a Russian question over Russian docs, answerable): 0.29 of its key terms among the
+    candidates was refused under the floor 0.30; the off-topic question with none of them still is."""
+    few = GateSignals(rows=30, has_terms=True, terms=7, coverage=0.14, candidate_coverage=0.29, best_similarity=0.45)
+    assert decide(few, GateThresholds()).passed
+    none = GateSignals(rows=30, has_terms=True, terms=3, candidate_coverage=0.0, best_similarity=0.22)
+    assert not decide(none, GateThresholds()).passed
