@@ -34,7 +34,7 @@ from nodes.context_retrieval.rank_features import RankQuery
 from nodes.context_retrieval.relax import RelaxStep, can_find, next_step, relax_plan
 from nodes.context_retrieval.units import UnitScorer, index_unit_reader, load_unit_scorer
 from nodes.conversation_understanding import is_generic_term
-from nodes.layout import RepoLayout, overview_request, says_this_project, translate_prefixes
+from nodes.layout import RepoLayout, about_the_project, overview_request, says_this_project, translate_prefixes
 from nodes.retrieval_policy import CodePlan, RetrievalPlan, RetrievalProfile
 from nodes.terms import key_terms
 from stores.errors import LaneBudgetExceeded
@@ -67,26 +67,6 @@ def catalog_only(plan: RetrievalPlan) -> bool:
     """A plan over catalog cards alone (seed 000's file lookup: D1 + D3), without the text's chunks."""
     return bool(plan.layers) and CHUNK_LAYERS[0] not in plan.layers and all(
         layer.startswith("D") for layer in plan.layers)
-
-
-def overview_question(query: str, layout: RepoLayout | None) -> bool:
-    """The request is an overview of the repository ("What is click and who is it for?", «что это за
-    библиотека»): about the repository itself and about nothing narrower (`layout.overview_request`). Its
-    landing pages answer it, and the relevance gate passes it on them."""
-    topics = [t for t in key_terms(query) if not is_generic_term(t)]
-    return overview_request(query, topics, layout)
-
-
-def landing_request(query: str, layout: RepoLayout | None) -> bool:
-    """Whether the repository's front doors (`RepoLayout.landing`) compete for the request: an overview, or a
-    question that says "this project" in so many words (how it is built, where it keeps data: the README
-    says so).
-
-    The question decides, never its route (issue 41 item 4): GENERAL_QA is seed 002's fallback for a
-    question no docs anchor matched, mostly a practical "how do I…" that the whole project answers in the
-    learned order; offering it the landing pages put the README first for them.
-    """
-    return overview_question(query, layout) or says_this_project(query)
 
 
 T = TypeVar("T")
@@ -333,8 +313,11 @@ class RetrievalAdapter:
 
         hints = list(plan.filters.target_doc_hints or [])
         names = named_terms(query)
-        out.overview = overview_question(query, self.layout)
-        landing = out.overview or says_this_project(query)  # landing_request: the question decides
+        out.overview = self._overview(plan, query)
+        # the front doors compete for an overview, a general question, and any question that says "this
+        # project" in so many words (how it is built, where it keeps data: the README says so)
+        landing = (out.overview or plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY
+                   or says_this_project(query))
         paths_f = submit("paths", lambda: self._path_lanes(session, hints, file_names, on, landing=landing))
         absent_f = submit("names", lambda: self.repository.absent_terms(session, names)) if names else None
         embedding = _timed(out.timings_ms, "embed", lambda: self.embedder.embed_query(query)) \
@@ -366,6 +349,13 @@ class RetrievalAdapter:
                 out.lanes["code_semantic"] = by_distance(code_semantic)
         out.absent_names = result(absent_f, "names", []) if absent_f is not None else []
         return out
+
+    def _overview(self, plan: RetrievalPlan, query: str) -> bool:
+        """Whether the request is an overview of the repository (its landing pages answer it)."""
+        if plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY:
+            return about_the_project(query, self.layout)
+        topics = [t for t in key_terms(query) if not is_generic_term(t)]
+        return overview_request(query, topics, self.layout)
 
     def _ranked(self, session: RagSession, plan: RetrievalPlan, query: str, embedding: list[float] | None,
                 on: Callable[[str], bool]) -> tuple[list[dict[str, Any]], RelaxStep]:
