@@ -45,12 +45,6 @@ def _run(command: str, question: str, session: str, capsys: pytest.CaptureFixtur
     return json.loads(capsys.readouterr().out)
 
 
-def _lead_row(found: dict) -> dict | None:
-    path, _, lines = (found["lead"] or "").rpartition(":")
-    start, _, end = lines.partition("-")
-    return next((r for r in found["rows"] if r["path"] == path and r["lines"] == [int(start), int(end)]), None)
-
-
 BACKGROUND = [
     "What runs as a background task in this project?",
     "What runs as a background task?",
@@ -64,9 +58,9 @@ BACKGROUND = [
 def test_background_task_answered_from_its_c3_row(question: str, small_session: str,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     found = _run("retrieve", question, small_session, capsys)
-    lead = _lead_row(found)
-    assert lead is not None and lead["layer"] == "C3_ENTRYPOINTS" and lead["path"] == "heroes/tasks.py", (
-        found["lead"], found["gate"], found["rows"][:3])
+    first = found["rows"][0]
+    assert first["layer"] == "C3_ENTRYPOINTS" and first["path"] == "heroes/tasks.py", (found["gate"], found["rows"][:3])
+    assert found["relevant"], found["gate"]
     answer = _run("ask", question, small_session, capsys)
     assert answer["abstained"] is False and answer["citations"][0]["path"] == "heroes/tasks.py", answer
     assert "send_digest" in answer["answer"], answer["answer"]
