@@ -70,8 +70,8 @@ class Analysis(BaseModel):
     files: list[FileEvidence] = Field(default_factory=list)
     """Files in rank order of their best row."""
     spans: list[Span] = Field(default_factory=list)
-    """The answer's passages: the lead (the best passage of the best file) first, then at most two
-    supporting ones that carry key terms the lead lacks."""
+    """The answer's quotes: the lead (the best scored unit) first, then at most MAX_SUPPORTING quotes of the
+    units within the unit model's margin (adjacent units joined)."""
     passages: list[Span] = Field(default_factory=list)
     """The passage pool, best first (≤ 6, non-overlapping; includes `spans`): what an LLM is shown."""
     sufficient: bool = False
@@ -86,7 +86,7 @@ class Analysis(BaseModel):
     terms: list[str] = Field(default_factory=list)
     """Key terms the analysis matched against."""
     expanded: list[str] = Field(default_factory=list)
-    """Ids of rows read beside the evidence (the source lines of a symbol card) that a passage or a file's
-    line comes from: the caller adds them to the evidence."""
+    """Ids of rows read beside the evidence that a passage comes from (the caller adds them to the evidence);
+    empty since the answer quotes the pack's units (issue 38)."""
     analysed_by: Literal["rules", "llm"] = "rules"
     """Who chose `spans` and judged sufficiency: the deterministic rules or the chat model."""

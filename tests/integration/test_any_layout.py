@@ -151,5 +151,7 @@ def test_a_symbol_card_is_quoted_by_the_definition_read_from_the_index(db, sessi
     [source] = sources[row.id]  # the module is one chunk around the card's span
     assert source.layer == "C0_SOURCE_CHUNKS" and source.span_start <= row.span_start <= row.span_end <= source.span_end
     question = "What does wrap_words do with a word longer than the width?"
-    lead = analyze(question, key_terms(question), [row], True, sources=lambda chosen: sources).spans[0]
-    assert (lead.row_id, lead.start_line) == (source.id, row.span_start) and "lines.append(current)" in lead.text
+    # issue 38: the analysis no longer reads a card's source; the unit fill hands the source lines over, and
+    # the answer quotes them (a unit of the definition), never the card's one synthesized line
+    lead = analyze(question, key_terms(question), [row, source], True).spans[0]
+    assert lead.row_id == source.id and row.span_start <= lead.start_line <= lead.end_line <= row.span_end

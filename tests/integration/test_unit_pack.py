@@ -159,4 +159,5 @@ def test_the_answer_leads_with_the_unit_that_states_it(db: Database, harbour: Ra
     lead = reply.citations[0]
     lines = (CLIENT if path.endswith(".py") else GUIDE_EN if path == "docs/guide.md" else GUIDE_RU).split("\n")
     assert lead.path == path and answer in "\n".join(lines[lead.start_line - 1: lead.end_line])
-    assert lead.end_line - lead.start_line < 12  # the lines that answer, not the whole definition or page
+    # the lines that answer and the units beside them within the model's margin, not the whole definition or page
+    assert lead.end_line - lead.start_line < 20
