@@ -91,12 +91,14 @@ def heading_above(row: EvidenceRow, line: int) -> str:
 
 
 def unit_passages(rows: Sequence[EvidenceRow]) -> list[Span]:
-    """Every scored unit of the rows as a passage, best first (a unit two rows share, once)."""
+    """Every scored unit of the rows as a passage, best first (a unit two rows share, once). A heading is not
+    quoted: it is the label of the units under it (`heading_above`), shown as the quote's section, and a fact
+    named only by a label is not stated (the eval's matcher gives a label no credit)."""
     best: dict[tuple[str, int, int], Span] = {}
     for row in rows:
         for start, end, score, kind, text in row.metadata.get(UNIT_SCORES) or ():
             key = (row.path, int(start), int(end))
-            if key in best and best[key].score >= score:
+            if kind == "heading" or (key in best and best[key].score >= score):
                 continue
             code = row.layer.startswith("C") or kind == "code_block"
             best[key] = Span(path=row.path, start_line=int(start), end_line=int(end), text=str(text), row_id=row.id,
