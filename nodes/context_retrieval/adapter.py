@@ -26,6 +26,8 @@ from nodes.context_retrieval.merge import (
     RetrievalResult,
     by_distance,
     by_lexical,
+    is_test_path,
+    mentions_tests,
     merge_lanes,
     rank_rows,
 )
@@ -99,10 +101,16 @@ def plan_filters(plan: RetrievalPlan, layout: RepoLayout | None = None) -> Retri
     )
 
 
-def exact_lookups(hints: Sequence[str]) -> list[str]:
+def exact_lookups(hints: Sequence[str], *, tests_last: bool = False) -> list[str]:
     """The paths the exact lane asks for: every spelling of each hint (`path_lookups`: as written, then with
-    `\\` as a separator, so `docs\\api\\x.md` finds `docs/api/x.md` and `back\\slash.md` itself), deduplicated."""
-    return list(dict.fromkeys(p for hint in hints for p in path_lookups(hint)))
+    `\\` as a separator, so `docs\\api\\x.md` finds `docs/api/x.md` and `back\\slash.md` itself), deduplicated.
+
+    `tests_last` (seed 000's `prefer_non_tests`, for a request that does not mention tests): test paths go after
+    the others. The lane's rows come in lookup order under one LIMIT, so a long test fixture hinted first filled
+    it and the page the alias named never entered the lane (the README demo over the whole repository, issue 38).
+    """
+    lookups = list(dict.fromkeys(p for hint in hints for p in path_lookups(hint)))
+    return sorted(lookups, key=is_test_path) if tests_last else lookups
 
 
 def missing_hints(hints: Sequence[str], found_paths: set[str]) -> list[str]:
@@ -318,7 +326,9 @@ class RetrievalAdapter:
         # project" in so many words (how it is built, where it keeps data: the README says so)
         landing = (out.overview or plan.profile == RetrievalProfile.GENERAL_QA_GROUNDED_SUMMARY
                    or says_this_project(query))
-        paths_f = submit("paths", lambda: self._path_lanes(session, hints, file_names, on, landing=landing))
+        tests_last = not mentions_tests(query)
+        paths_f = submit("paths", lambda: self._path_lanes(session, hints, file_names, on, landing=landing,
+                                                           tests_last=tests_last))
         absent_f = submit("names", lambda: self.repository.absent_terms(session, names)) if names else None
         embedding = _timed(out.timings_ms, "embed", lambda: self.embedder.embed_query(query)) \
             if (on("semantic") or on("code")) else None
@@ -391,14 +401,16 @@ class RetrievalAdapter:
             exact=self.exact_vectors)
 
     def _path_lanes(self, session: RagSession, hints: Sequence[str], file_names: Sequence[str],
-                    on: Callable[[str], bool], *, landing: bool) -> dict[str, Sequence[Mapping[str, Any]]]:
+                    on: Callable[[str], bool], *, landing: bool,
+                    tests_last: bool = True) -> dict[str, Sequence[Mapping[str, Any]]]:
         out: dict[str, Sequence[Mapping[str, Any]]] = {}
         pages = self.layout.landing if self.layout else ()
         if on("landing") and pages and landing:
             # an overview question is answered by the repository's front doors, which no other lane prefers
             out["landing"] = self.repository.retrieve_exact_files(session, pages, limit=LANDING_ROWS)
         if on("exact") and hints:
-            out["exact"] = self.repository.retrieve_exact_files(session, exact_lookups(hints), limit=self.candidates)
+            out["exact"] = self.repository.retrieve_exact_files(session, exact_lookups(hints, tests_last=tests_last),
+                                                               limit=self.candidates)
         found = {r["path"] for r in out.get("exact", [])}
         wanted = missing_hints(hints, found) + missing_hints(file_names, found)
         if on("substring") and wanted:

@@ -25,6 +25,19 @@ def test_exact_lane_looks_up_every_spelling(hints: list[str], lookups: list[str]
     assert exact_lookups(hints) == lookups
 
 
+@pytest.mark.parametrize(("hints", "tests_last", "lookups"), [
+    # one LIMIT for the whole lane, rows in lookup order: a fixture hinted first must not crowd out the page
+    (["tests/fixtures/docs/retrieval.md", "docs/logic/retrieval_policy.md"], True,
+     ["docs/logic/retrieval_policy.md", "tests/fixtures/docs/retrieval.md"]),
+    (["tests/fixtures/docs/retrieval.md", "docs/logic/retrieval_policy.md"], False,   # a question about tests
+     ["tests/fixtures/docs/retrieval.md", "docs/logic/retrieval_policy.md"]),
+    (["src/test_app.py", "docs/b.md", "docs/a.md"], True, ["docs/b.md", "docs/a.md", "src/test_app.py"]),
+])
+def test_exact_lane_asks_for_test_paths_last_unless_the_question_is_about_tests(
+        hints: list[str], tests_last: bool, lookups: list[str]) -> None:
+    assert exact_lookups(hints, tests_last=tests_last) == lookups
+
+
 @pytest.mark.parametrize(("hints", "found", "missing"), [
     (["docs\\api\\x.md"], {"docs/api/x.md"}, []),                   # found under its `/` spelling
     (["docs\\api\\x.md"], set(), ["docs\\api\\x.md"]),
