@@ -12,6 +12,8 @@ from evals.scoring import FALLBACK
 METRICS = (
     ("route accuracy", "route_accuracy"),
     ("recall@5", "recall_at_5"),
+    ("  … of follow-ups", "recall_at_5_followup"),
+    ("  … of standalone questions", "recall_at_5_standalone"),
     ("recall@10", "recall_at_10"),
     ("MRR", "mrr"),
     ("code-gold recall@5", "code_gold_recall_at_5"),
@@ -35,10 +37,11 @@ METRICS = (
     ("empty candidate sets", "empty_candidate_sets"),
 )
 """(label, key) of every summary metric, in table order. Lead citation and passage precision are over all
-answerable cases (an abstention scores 0), the `… of answered cases` rows over those not abstained. Abstention
-recall is split by the kind of unanswerable case (`… of absent topics`, `… of near misses`, by their tags);
-precision stays over every abstention. `answerable_refused` (JSON only: the table's `answerable` minus
-`answered`) counts the answerable cases abstained on."""
+answerable cases (an abstention scores 0), the `… of answered cases` rows over those not abstained. Recall@5 is
+also given over the follow-ups (cases tagged `followup`: asked after an assistant turn) and over the standalone
+questions, the pair issue 41 compares. Abstention recall is split by the kind of unanswerable case (`… of absent
+topics`, `… of near misses`, by their tags); precision stays over every abstention. `answerable_refused` (JSON
+only: the table's `answerable` minus `answered`) counts the answerable cases abstained on."""
 
 COUNTS = ("cases", "answerable", "answered", "code_gold_cases", "empty_candidate_sets", "llm_fallbacks",
           "answerable_refused")
@@ -68,6 +71,9 @@ def aggregate(rows: Sequence[dict[str, Any]], *, llm: bool = False) -> dict[str,
         "answered": sum(1 for r in answerable if not r["abstained"]),
         "route_accuracy": mean_or_none(float(r["route_correct"]) for r in rows),
         "recall_at_5": avg("recall_at_5"),
+        "recall_at_5_followup": avg("recall_at_5", [r for r in answerable if "followup" in (r.get("tags") or ())]),
+        "recall_at_5_standalone": avg("recall_at_5", [r for r in answerable
+                                                      if "followup" not in (r.get("tags") or ())]),
         "recall_at_10": avg("recall_at_10"),
         "mrr": avg("mrr"),
         "code_gold_cases": len(code_gold),

@@ -48,3 +48,15 @@ def test_summary_split_in_json_table_and_macro() -> None:
         "abstention_recall_near_miss")
     table = format_table({"retriever": "full", "embedder": "fake", "corpora": {"one": one, "two": two}, "macro": m})
     assert "… of absent topics" in table and "… of near misses" in table
+
+
+def test_recall_at_5_is_split_into_follow_ups_and_standalone_questions() -> None:
+    from evals.summary import aggregate
+
+    def row(rid: str, recall: float, tags: list[str]) -> dict:
+        return {"id": rid, "answerable": True, "abstained": False, "code_gold": False, "route_correct": True,
+                "recall_at_5": recall, "answer_chars": 10, "empty_candidates": False, "timings_ms": {}, "tags": tags}
+
+    out = aggregate([row("a", 1.0, ["en"]), row("b", 0.0, ["ru", "followup"]), row("c", 0.5, ["en", "followup"])])
+    assert out["recall_at_5_standalone"] == 1.0 and out["recall_at_5_followup"] == 0.25
+    assert aggregate([row("a", 1.0, ["en"])])["recall_at_5_followup"] is None  # no follow-up: n/a, not 0
