@@ -13,7 +13,8 @@ files, the core and the pack retrieval returned, and the first `COLLECT_FILES` f
 of those files (D0, C0, C7) are written once per corpus. It adds **pseudo cases** every repository gives
 for free: a question from a template, in English and in Russian, for a code fact (C7: "what is the default
 of `timeout`?", «какое значение по умолчанию у timeout?») and for a docs heading, whose target is the
-fact's line or the section's opening lines.
+fact's line or the section's opening lines; and for a card (a C3 entrypoint row first, then C1 symbol cards:
+"what handles `POST /heroes`?", «что делает app.cli.main?»), whose target is the card's lines.
 
 `--cases` cuts the rows into units (`nodes.context_retrieval.units`), labels a unit 2 when it states a key
 fact and lies in a gold file, 1 when it states a key fact elsewhere (a pseudo case: when it overlaps the
@@ -47,6 +48,7 @@ from evals.holdout import HoldoutError, holdout_name, refuse_cases, refuse_datas
 from evals.suites import REPO_ROOT, SUITES
 from nodes.context_retrieval.rank_features import RankQuery
 from nodes.context_retrieval.units import (
+    CARD_LAYERS,
     RANKED_SEEN,
     UNIT_FEATURES,
     UNIT_FILES,
@@ -55,6 +57,7 @@ from nodes.context_retrieval.units import (
     UNIT_MODEL_PATH,
     Unit,
     UnitContext,
+    card_unit,
     heuristic_scores,
     kept_core,
     nearest_units,
@@ -94,7 +97,7 @@ def _row_dict(r: Mapping[str, Any]) -> dict[str, Any]:
             "content": str(r.get("content") or ""), "span_start": int(r.get("span_start") or 1),
             "span_end": int(r.get("span_end") or 1),
             "metadata": {k: v for k, v in dict(r.get("metadata") or {}).items()
-                         if k in ("fact_kind", "name", "qname", "value", "detail", "sentence_ru")}}
+                         if k in ("fact_kind", "name", "qname", "value", "detail", "sentence_ru", "kind")}}
 
 
 def _short_owner(qname: str) -> str:
@@ -105,11 +108,13 @@ def pseudo_questions(rows: Sequence[Mapping[str, Any]], corpus: str, count: int)
     """Template questions about the code facts and docs headings of `rows` (a corpus's collected files), each
     with its target lines: `count` of them, chosen by a hash of the row id (the same rows give the same
     questions), alternating English and Russian."""
-    facts, heads = [], []
+    facts, heads, cards = [], [], []
     for r in rows:
         meta = r.get("metadata") or {}
         if r["layer"] == "C7_CODE_FACTS" and meta.get("name"):
             facts.append(r)
+        elif r["layer"] in CARD_LAYERS and r["title"] and meta.get("kind") != "module":
+            cards.append(r)
         elif r["layer"] == "D0_DOC_CHUNKS":
             for k, line in enumerate(r["content"].split("\n")):
                 if line.startswith("#") and len(line.strip("# ")) > 3 and k + 2 < len(r["content"].split("\n")):
@@ -119,6 +124,7 @@ def pseudo_questions(rows: Sequence[Mapping[str, Any]], corpus: str, count: int)
         return hashlib.sha256(text.encode()).hexdigest()
 
     facts.sort(key=lambda r: key(r["id"]))
+    cards.sort(key=lambda r: (r["layer"] != "C3_ENTRYPOINTS", key(r["id"])))
     heads.sort(key=lambda h: key(f"{h[0]['id']}:{h[1]}"))
     out = []
     for i, r in enumerate(facts[: count // 2]):
@@ -144,6 +150,15 @@ def pseudo_questions(rows: Sequence[Mapping[str, Any]], corpus: str, count: int)
         n = r["span_start"] + k
         out.append({"corpus": corpus, "id": f"pseudo-{corpus}-head-{i:03d}", "question": q, "key_facts": [],
                     "gold": [r["path"]], "pseudo": True, "target": [r["path"], n + 1, n + 6]})
+    for i, r in enumerate(cards[: count // 6]):
+        title = r["title"]
+        if r["layer"] == "C3_ENTRYPOINTS":
+            q = f"What handles {title} and what does it take?" if i % 2 == 0 else f"Что обрабатывает {title}?"
+        else:
+            q = f"What does {title} do?" if i % 2 == 0 else f"Что делает {title}?"
+        start, end = card_unit(r["content"], r["span_start"], r["span_end"])[1:3]
+        out.append({"corpus": corpus, "id": f"pseudo-{corpus}-card-{i:03d}", "question": q, "key_facts": [],
+                    "gold": [r["path"]], "pseudo": True, "target": [r["path"], start, end]})
     return out
 
 
@@ -196,6 +211,9 @@ def run_case(case: dict[str, Any], bundle: Any, files: dict[str, list[dict[str, 
     }
 
 
+_UNUSED_SCORER: Any = "unused: --collect stubs the unit fill out"
+
+
 def collect(args: argparse.Namespace) -> dict[str, Any]:
     """Run retrieval on every dev case (and the pseudo cases) of every corpus and gather what the features
     need (see the module docstring)."""
@@ -230,6 +248,9 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
                                      "sha256": hashlib.sha256(dataset.read_bytes()).hexdigest()}
             bundle = deps.bundle(session_name(name, settings.embedder))
             adapter = bundle.adapter
+            # the unit fill is stubbed out above, so the shipped unit model is never read: a model of other
+            # features (the one these cases will replace) must not stop the collection
+            adapter.unit_scorer = _UNUSED_SCORER
             original_sim = adapter.candidate_similarity
 
             def spy_sim(*a: Any, _orig: Any = original_sim) -> dict[str, float]:
@@ -414,14 +435,24 @@ def loco(groups: Sequence[Group], lgb: Any, params: dict[str, Any], rounds: int,
     return {c: {k: round(float(v), 4) for k, v in r.items()} for c, r in table.items()}
 
 
-MARGINS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
+MARGINS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 3.0, 4.0)
 """Quote margins tried: a unit is quoted when it scores within this much of the best unit (`choose_units`)."""
 QUOTE_SEEN = 60
 """Units of a case handed to the quote choice (its best by score, and the best of its first file)."""
+ANSWER_BUDGET = 1300
+"""Characters of the median extractive answer the `budget` objective allows (the readability limit of
+tests/integration/test_answers_fastapi.py)."""
+OBJECTIVES = ("f1", "budget", "f05")
+"""How the quote margin is chosen on the other corpora: `f1` the mean F1 of the quotes (key facts they state,
+share of quotes stating one); `budget` the mean key-fact recall of the composed answers among the margins whose
+median answer is at most ANSWER_BUDGET characters (the shortest answers when none is); `f05` F-beta with
+beta 0.5 (precision weighs four times recall)."""
+OBJECTIVE = "budget"
+"""The objective shipped (leave-one-corpus-out table in the module docstring of `units.py`)."""
 
 
-def quoted(g: Group, scores: np.ndarray, margin: float) -> list[str]:
-    """The texts the answer would quote from the case's units at `margin` (`choose_units`, files in the case's
+def quoted_spans(g: Group, scores: np.ndarray, margin: float) -> list[Any]:
+    """The spans the answer would quote from the case's units at `margin` (`choose_units`, files in the case's
     rank order)."""
     from nodes.context_analysis.models import Span
     from nodes.context_analysis.units import choose_units
@@ -431,46 +462,113 @@ def quoted(g: Group, scores: np.ndarray, margin: float) -> list[str]:
     lead = next((int(i) for i in np.argsort(-scores, kind="stable") if g.units[int(i)].path == first), None)
     if lead is not None and lead not in order:
         order.append(lead)
-    spans = [Span(path=g.units[i].path, start_line=g.units[i].start, end_line=g.units[i].end, text=g.units[i].text,
-                  row_id=str(i), score=float(scores[i]), layer=g.units[i].layer) for i in order]
+    spans = []
+    for i in order:
+        u = g.units[i]
+        card, code = u.kind == "card", u.layer.startswith("C") or u.kind == "code_block"
+        spans.append(Span(path=u.path, start_line=u.start, end_line=u.end, text=u.text, row_id=str(i),
+                          score=float(scores[i]), layer=u.layer, code=code and not card,
+                          section=u.context.split("\n", 1)[0][:120],  # the row's title: about the label's length
+                          kind="card" if card else "source" if u.layer.startswith("C") else u.kind))
     spans.sort(key=lambda sp: -sp.score)
     chosen, _ = choose_units(spans, {p: k + 1 for k, p in enumerate(g.case["files"])}, margin)
-    return [c.text for c in chosen]
+    return chosen
 
 
-def quote_f1(g: Group, texts: Sequence[str]) -> float:
-    """F1 of the quotes: key facts they state (recall) and the share of quotes stating one (precision)."""
+def quoted(g: Group, scores: np.ndarray, margin: float) -> list[str]:
+    """The texts the answer would quote from the case's units at `margin`."""
+    return [c.text for c in quoted_spans(g, scores, margin)]
+
+
+def answer_text(g: Group, spans: Sequence[Any]) -> str:
+    """The extractive answer composed from `spans` alone, each labelled with its row's title (the graph labels
+    a quote with the heading above it: about as long)."""
+    from nodes.answer_composition.extractive import compose_extractive
+    from nodes.context_analysis.models import Analysis
+    from nodes.context_analysis.text import detect_language
+
+    analysis = Analysis(spans=list(spans), passages=list(spans), sufficient=True,
+                        language=detect_language(g.case["question"]))
+    return compose_extractive(g.case["question"], analysis, None).text
+
+
+def quote_f1(g: Group, texts: Sequence[str], beta: float = 1.0) -> float:
+    """F-beta of the quotes: key facts they state (recall) and the share of quotes stating one (precision)."""
     facts = g.case["key_facts"]
     r = recall(facts, texts)
     p = sum(1 for t in texts if any(fact_in_text(f, t) for f in facts)) / len(texts) if texts else 0.0
-    return 2 * p * r / (p + r) if p + r else 0.0
+    b2 = beta * beta
+    return (1 + b2) * p * r / (b2 * p + r) if p + r else 0.0
 
 
-def margin_loco(groups: Sequence[Group], out_of_fold: Mapping[str, np.ndarray]
-                ) -> tuple[float, dict[str, dict[str, float]]]:
-    """The quote margin, chosen leave-one-corpus-out on out-of-fold scores: per held-out corpus, the margin
-    best on the other corpora (mean quote F1) and the held-out corpus's F1, recall and quotes at it (and at
-    the lead alone); the margin best over every dev corpus is the one shipped."""
+@dataclass(frozen=True)
+class QuoteOutcome:
+    """One case at one margin: the quotes' F1 and F0.5, the composed answer's key-fact recall and length."""
+
+    f1: float
+    f05: float
+    recall: float
+    chars: int
+    quotes: int
+
+
+def quote_outcomes(dev: Sequence[Group], out_of_fold: Mapping[str, np.ndarray]
+                   ) -> dict[float, dict[str, QuoteOutcome]]:
+    """Margin → case id → what the answer at that margin quotes and states (out-of-fold scores)."""
+    out: dict[float, dict[str, QuoteOutcome]] = {}
+    for m in (-1e9, *MARGINS):
+        out[m] = {}
+        for g in dev:
+            spans = quoted_spans(g, out_of_fold[g.case_id], m)
+            texts = [s.text for s in spans]
+            answer = answer_text(g, spans)
+            out[m][g.case_id] = QuoteOutcome(quote_f1(g, texts), quote_f1(g, texts, 0.5),
+                                             recall(g.case["key_facts"], [answer]), len(answer), len(spans))
+    return out
+
+
+def choose_margin(cases: Sequence[str], outcomes: Mapping[float, Mapping[str, QuoteOutcome]], objective: str
+                  ) -> float:
+    """The margin `objective` (one of OBJECTIVES) prefers on `cases`; a tie goes to the smaller margin."""
+    def mean(m: float, key: str) -> float:
+        return float(np.mean([getattr(outcomes[m][k], key) for k in cases]))
+
+    if objective == "budget":
+        fit = [m for m in MARGINS if float(np.median([outcomes[m][k].chars for k in cases])) <= ANSWER_BUDGET]
+        if not fit:
+            return min(MARGINS, key=lambda m: (float(np.median([outcomes[m][k].chars for k in cases])), m))
+        return max(fit, key=lambda m: (mean(m, "recall"), -m))
+    return max(MARGINS, key=lambda m: (mean(m, objective), -m))
+
+
+def margin_loco(groups: Sequence[Group], out_of_fold: Mapping[str, np.ndarray], objective: str = OBJECTIVE
+                ) -> tuple[float, dict[str, dict[str, dict[str, float]]]]:
+    """The quote margin, chosen leave-one-corpus-out on out-of-fold scores, by each objective of OBJECTIVES:
+    per held-out corpus, the margin best on the other corpora and, at it, the held-out corpus's quote F1, the
+    composed answers' key-fact recall and median characters, and quotes per answer (and the lead alone); the
+    margin `objective` prefers over every dev corpus is the one shipped."""
     dev = [g for g in groups if not g.pseudo and g.case_id in out_of_fold]
-    f1 = {m: {g.case_id: quote_f1(g, quoted(g, out_of_fold[g.case_id], m)) for g in dev} for m in MARGINS}
+    outcomes = quote_outcomes(dev, out_of_fold)
     corpora = sorted({g.corpus for g in dev})
-    table: dict[str, dict[str, float]] = {}
-    for c in corpora:
-        others = [g.case_id for g in dev if g.corpus != c]
-        mine = [g for g in dev if g.corpus == c]
-        best = max(MARGINS, key=lambda m: (float(np.mean([f1[m][k] for k in others])), -m))
-        texts = [quoted(g, out_of_fold[g.case_id], best) for g in mine]
-        table[c] = {"cases": len(mine), "margin": best, "lead_only_f1": float(np.mean(
-                        [quote_f1(g, quoted(g, out_of_fold[g.case_id], -1e9)) for g in mine])),
-                    "f1": float(np.mean([f1[best][g.case_id] for g in mine])),
-                    "recall": float(np.mean([recall(g.case["key_facts"], t)
-                                             for g, t in zip(mine, texts, strict=True)])),
-                    "quotes": float(np.mean([len(t) for t in texts]))}
-    chosen = max(MARGINS, key=lambda m: (float(np.mean([f1[m][g.case_id] for g in dev])), -m))
-    table["macro"] = {k: float(np.mean([table[c][k] for c in corpora])) for k in ("f1", "lead_only_f1", "recall",
-                                                                                 "quotes")}
-    table["macro"] |= {"cases": float(len(dev)), "margin": chosen}
-    return chosen, {c: {k: round(float(v), 4) for k, v in r.items()} for c, r in table.items()}
+    tables: dict[str, dict[str, dict[str, float]]] = {}
+    for obj in OBJECTIVES:
+        table: dict[str, dict[str, float]] = {}
+        for c in corpora:
+            others = [g.case_id for g in dev if g.corpus != c]
+            mine = [g.case_id for g in dev if g.corpus == c]
+            best = choose_margin(others, outcomes, obj)
+            at = [outcomes[best][k] for k in mine]
+            table[c] = {"cases": len(mine), "margin": best,
+                        "lead_only_recall": float(np.mean([outcomes[-1e9][k].recall for k in mine])),
+                        "f1": float(np.mean([o.f1 for o in at])), "recall": float(np.mean([o.recall for o in at])),
+                        "chars_p50": float(np.median([o.chars for o in at])),
+                        "quotes": float(np.mean([o.quotes for o in at]))}
+        everything = [g.case_id for g in dev]
+        table["macro"] = {k: float(np.mean([table[c][k] for c in corpora]))
+                          for k in ("lead_only_recall", "f1", "recall", "chars_p50", "quotes")}
+        table["macro"] |= {"cases": float(len(dev)), "margin": choose_margin(everything, outcomes, obj)}
+        tables[obj] = {c: {k: round(float(v), 4) for k, v in r.items()} for c, r in table.items()}
+    return tables[objective]["macro"]["margin"], tables
 
 
 def print_table(table: dict[str, dict[str, float]]) -> None:
@@ -490,6 +588,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pseudo", type=int, default=PSEUDO_PER_CORPUS, help="pseudo cases per corpus")
     parser.add_argument("--no-pseudo", action="store_true", help="fit on the dev cases only")
     parser.add_argument("--out", type=Path, default=UNIT_MODEL_PATH, help="model file")
+    parser.add_argument("--objective", choices=OBJECTIVES, default=OBJECTIVE,
+                        help="how the quote margin is chosen (default: %(default)s)")
     parser.add_argument("--dry-run", action="store_true", help="print the leave-one-corpus-out table only")
     args = parser.parse_args(argv)
     try:
@@ -513,11 +613,13 @@ def main(argv: list[str] | None = None) -> int:
     out_of_fold: dict[str, np.ndarray] = {}
     table = loco(groups, lgb, PARAMS, ROUNDS, pseudo=not args.no_pseudo, out_of_fold=out_of_fold)
     print_table(table)
-    margin, quotes = margin_loco(groups, out_of_fold)
-    print(f"{'held-out corpus':<14} {'cases':>5} {'margin':>6} {'lead F1':>7} {'F1':>6} {'recall':>6} {'quotes':>6}")
-    for c, r in quotes.items():
-        print(f"{c:<14} {int(r['cases']):>5} {r['margin']:>6.2f} {r['lead_only_f1']:>7.3f} {r['f1']:>6.3f} "
-              f"{r['recall']:>6.3f} {r['quotes']:>6.2f}")
+    margin, quotes = margin_loco(groups, out_of_fold, args.objective)
+    print(f"{'objective':<9} {'held-out corpus':<14} {'cases':>5} {'margin':>6} {'lead rec':>8} {'F1':>6} "
+          f"{'recall':>6} {'chars50':>7} {'quotes':>6}")
+    for obj, table in quotes.items():
+        for c, r in table.items():
+            print(f"{obj:<9} {c:<14} {int(r['cases']):>5} {r['margin']:>6.2f} {r['lead_only_recall']:>8.3f} "
+                  f"{r['f1']:>6.3f} {r['recall']:>6.3f} {r['chars_p50']:>7.0f} {r['quotes']:>6.2f}")
     if args.dry_run:
         return 0
     from evals.train_ranker import export, model_text
@@ -527,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"params": PARAMS, "rounds": ROUNDS, "cases_sha256": sha, "leave_one_corpus_out": table,
             "pseudo": not args.no_pseudo, "pseudo_weight": PSEUDO_WEIGHT, "files": UNIT_FILES,
             "questions": sum(1 for g in groups if not g.pseudo), "pseudo_questions": sum(1 for g in groups if g.pseudo),
-            "quote_margin": margin, "quote_leave_one_corpus_out": quotes}
+            "quote_margin": margin, "quote_objective": args.objective, "quote_leave_one_corpus_out": quotes}
     out = export(model, 0.0, meta, UNIT_FEATURES)
     parse_unit_model(out)
     args.out.write_text(model_text(out), encoding="utf-8")

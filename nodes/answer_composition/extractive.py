@@ -123,7 +123,7 @@ def _where(span: Span, words: dict[str, str]) -> str:
     section = _prose(span.section)
     if not section:
         return ""
-    if span.kind == "source":
+    if span.kind in ("source", "card"):
         return words["definition"].format(name=section)
     return words["section"].format(section=section)
 

@@ -54,7 +54,8 @@ class Span(BaseModel):
     section: str = ""
     """Heading the passage sits under (D0) or the name of its definition (code): what the quote is about."""
     kind: str = ""
-    """`prose`, `item`, `table`, `code` (a fenced block in docs), `source` (a definition), or the layer of
+    """`prose`, `item`, `table`, `code` (a fenced block in docs), `source` (a definition), `card` (a C1/C3
+    card's text, a unit of the scorer), or the layer of
     a synthesized row; empty for the opening of an exactly named file."""
 
     @property

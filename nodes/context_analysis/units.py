@@ -2,7 +2,7 @@
 item 4).
 
 Retrieval's unit fill (`nodes/context_retrieval/units`) scores every unit (statement, sentence, list item,
-table row, code block, code fact) of the first files and writes each pack row's scored units into its metadata
+table row, code block, code fact, card) of the first files and writes each pack row's scored units into its metadata
 (`UNIT_SCORES`). Here they become passages (`unit_passages`), and `choose_units` picks what the answer quotes:
 the best unit leads (the scorer weighs each unit's file rank), then every unit scoring within the model's
 `quote_margin` of it, adjacent units of one file joined into one quote. The margin is chosen
@@ -100,10 +100,11 @@ def unit_passages(rows: Sequence[EvidenceRow]) -> list[Span]:
             key = (row.path, int(start), int(end))
             if kind == "heading" or (key in best and best[key].score >= score):
                 continue
-            code = row.layer.startswith("C") or kind == "code_block"
+            card = kind == "card"  # a card's text is the index's summary of a definition, not its code
+            code = (row.layer.startswith("C") and not card) or kind == "code_block"
             best[key] = Span(path=row.path, start_line=int(start), end_line=int(end), text=str(text), row_id=row.id,
-                             score=float(score), layer=row.layer, code=code,
-                             section=heading_above(row, int(start)), kind="source" if row.layer[:1] == "C" else kind)
+                             score=float(score), layer=row.layer, code=code, section=heading_above(row, int(start)),
+                             kind="card" if card else "source" if row.layer[:1] == "C" else kind)
     return sorted(best.values(), key=lambda s: (-s.score, s.path, s.start_line))
 
 

@@ -127,21 +127,17 @@ def test_rules_question_reaches_the_policy_layer(question: str, first: str, fact
     assert fact in answer["answer"], answer["answer"]
 
 
-CARD_NOT_QUOTED = pytest.mark.xfail(strict=True, reason="issue 38: the answer quotes scored units and a C3 card "
-                                    "has none, so the card listing the routes no longer leads (open: cards as units)")
 # (question, first cited file, facts in the answer, whether retrieval finds the C3 row of that file)
 ENTRY_CASES = [
     # since the evidence pack reads units (issue 38) the answer quotes the route's own lines (decorator and
     # signature, app/main.py:17-20), which state both facts, instead of the C3 card that summarises them
     ("Which endpoint takes HeroCreate?", "app/main.py", ["/heroes", "HeroCreate"], False),
     ("Какой эндпоинт принимает HeroCreate?", "app/main.py", ["/heroes", "HeroCreate"], False),
-    pytest.param("Which routes need auth?", "app/main.py", ["get_current_user"], True,
-                 marks=CARD_NOT_QUOTED),
-    pytest.param("Какие маршруты требуют авторизации?", "app/main.py", ["get_current_user"], True,
-                 marks=CARD_NOT_QUOTED),
+    # the C3 rows are units of the scorer (issue 38): the card listing the routes' auth and the jobs' schedules
+    ("Which routes need auth?", "app/main.py", ["get_current_user"], True),
+    ("Какие маршруты требуют авторизации?", "app/main.py", ["get_current_user"], True),
     ("What runs on a schedule?", "app/tasks.py", ["purge_sessions"], True),
-    pytest.param("Что запускается по расписанию?", "app/tasks.py", ["refresh_aliases"], True,
-                 marks=CARD_NOT_QUOTED),
+    ("Что запускается по расписанию?", "app/tasks.py", ["refresh_aliases"], True),
     # the handler's own code states these as well as the C3 row does
     ("What options does the import-heroes command take?", "app/cli.py", ["--dry-run", "--batch-size"], False),
     ("Какие опции у команды import-heroes?", "app/cli.py", ["--dry-run", "--batch-size"], False),
@@ -154,7 +150,7 @@ ENTRY_CASES = [
                          ids=[str(c[0] if isinstance(c, tuple) else c.values[0]) for c in ENTRY_CASES])
 def test_entrypoint_question_answered_from_c3(question: str, first: str, facts: list[str], from_c3: bool,
                                               seed_session: str, capsys: pytest.CaptureFixture[str]) -> None:
-    if from_c3:  # retrieval finds the C3 row; since the answer quotes scored units (issue 38) it quotes lines
+    if from_c3:  # retrieval finds the C3 row; the answer quotes the scored units, the C3 card among them
         found = _retrieve(question, seed_session, capsys)
         assert any(r["layer"] == "C3_ENTRYPOINTS" and r["path"] == first for r in found["rows"]), found["rows"]
     answer = _ask(question, seed_session, capsys)

@@ -62,14 +62,23 @@ def test_source_chunks_with_label_lines_stay_aligned() -> None:
     assert (span.start_line, span.code) == (1200, True) and "def include_router" in span.text
 
 
-@pytest.mark.parametrize("layer", ["D1_DOCUMENT_CATALOG", "D2_FACT_INDEX", "D3_ENTITY_CATALOG",
-                                   "C1_SYMBOL_CATALOG", "C3_ENTRYPOINTS"])
+@pytest.mark.parametrize("layer", ["D1_DOCUMENT_CATALOG", "D2_FACT_INDEX", "D3_ENTITY_CATALOG"])
 def test_synthesized_rows_are_cited_by_their_whole_span(layer: str) -> None:
     row = ev("s", "fastapi/routing.py", "APIRouter — class\n   groups path operations", 100, layer=layer,
              span_end=180)
     span = run("Что такое APIRouter?", [row]).spans[0]
     assert (span.start_line, span.end_line) == (100, 180)
     assert span.text == "APIRouter — class groups path operations"
+
+
+@pytest.mark.parametrize("layer", ["C1_SYMBOL_CATALOG", "C3_ENTRYPOINTS"])
+def test_a_card_is_a_scored_unit_citing_its_first_lines(layer: str) -> None:
+    """A symbol or entrypoint card is a unit of the scorer (its text, its first lines), not its whole span."""
+    row = ev("s", "fastapi/routing.py", "APIRouter — class\n   groups path operations", 100, layer=layer,
+             span_end=180)
+    span = run("Что такое APIRouter?", [row]).spans[0]
+    assert (span.start_line, span.end_line, span.kind, span.code) == (100, 101, "card", False)
+    assert span.text == "APIRouter — class\n   groups path operations"
 
 
 @pytest.mark.parametrize(

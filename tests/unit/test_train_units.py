@@ -108,3 +108,32 @@ def test_the_same_cases_file_trains_the_same_model_bytes(tmp_path: Path) -> None
     assert set(model["meta"]["leave_one_corpus_out"]) == {"alpha", "beta", "macro"}
     parse_unit_model(model)
     assert gzip.decompress(path.read_bytes())  # a real gzip
+
+
+def outcome(recall: float, chars: int) -> train_units.QuoteOutcome:
+    return train_units.QuoteOutcome(f1=recall / 2, f05=recall / 3, recall=recall, chars=chars, quotes=1)
+
+
+@pytest.mark.parametrize(("objective", "chars", "margin"), [
+    # the best recall among the margins whose median answer fits the budget (longer answers state more)
+    ("budget", {m: 900 + 150 * k for k, m in enumerate(train_units.MARGINS)}, None),
+    # no margin fits: the shortest answers
+    ("budget", {m: 5000 - k for k, m in enumerate(train_units.MARGINS)}, train_units.MARGINS[-1]),
+    # F1 alone pays nothing for length: the widest margin
+    ("f1", {m: 900 + 150 * k for k, m in enumerate(train_units.MARGINS)}, train_units.MARGINS[-1]),
+], ids=["budget-fits", "budget-none-fits", "f1-ignores-length"])
+def test_the_margin_objective_pays_for_length(objective: str, chars: dict[float, int], margin: float | None) -> None:
+    outcomes = {m: {"a": outcome(0.1 + k / 10, chars[m]), "b": outcome(0.1 + k / 10, chars[m])}
+                for k, m in enumerate(train_units.MARGINS)}
+    if margin is None:
+        margin = max(m for m in train_units.MARGINS if chars[m] <= train_units.ANSWER_BUDGET)
+    assert train_units.choose_margin(["a", "b"], outcomes, objective) == margin
+
+
+def test_a_card_gets_a_pseudo_question_targeting_its_lines() -> None:
+    rows = [{"id": "k", "path": "app/main.py", "layer": "C3_ENTRYPOINTS", "title": "GET /heroes",
+             "content": "GET /heroes → app.main.list_heroes\nauth: get_current_user", "span_start": 17,
+             "span_end": 20, "metadata": {}}]
+    got = train_units.pseudo_questions(rows, "alpha", 60)
+    assert [(c["question"], c["target"]) for c in got] == [
+        ("What handles GET /heroes and what does it take?", ["app/main.py", 17, 18])]

@@ -125,7 +125,8 @@ def test_split_rows_numbers_lines_past_a_continued_chunks_context_line() -> None
     fact = next(u for u in units if u.layer == "C7_CODE_FACTS")
     assert (fact.kind, fact.fact_kind, fact.name, fact.start) == ("fact", "parameter", "timeout", 40)
     assert "параметр" in fact.context
-    assert not any(u.layer == "C1_SYMBOL_CATALOG" for u in units)
+    assert [(u.kind, u.start, u.end, u.text) for u in units if u.layer == "C1_SYMBOL_CATALOG"] == [
+        ("card", 1, 1, "x")]
     assert [u.text for u in units if u.kind == "sentence"] == ["Install it.", "The client retries three times."]
 
 
@@ -220,3 +221,40 @@ def test_the_unit_fill_keeps_the_core_ahead_and_counts_it() -> None:
     assert result.core == 1 and result.rows[0].id == "d0"  # the core (top_k 1) stays first and is counted
     assert all(x.metadata.get(UNIT_MARK) for x in result.rows[result.core:])
     assert any("The client retries three times." in x.content for x in result.rows[result.core:])
+
+
+C3_CARD = "POST /heroes → app.main.create_hero\nrequest_model: HeroCreate\nauth: get_current_user"
+
+
+@pytest.mark.parametrize(("row", "unit"), [
+    # an entrypoint row (seed 003's C3): the whole card is one unit, citing its declaration's lines
+    ({"layer": "C3_ENTRYPOINTS", "title": "POST /heroes", "content": C3_CARD, "span_start": 17, "span_end": 20,
+      "metadata": {"entry_type": "http"}}, ("card", 17, 19, C3_CARD)),
+    # a one-line schedule registration: its line
+    ({"layer": "C3_ENTRYPOINTS", "title": "scheduled task purge_sessions (0 3 * * *)",
+      "content": "scheduled task purge_sessions (0 3 * * *) → app.tasks.purge_sessions\ntask.cron: 0 3 * * *",
+      "span_start": 30, "span_end": 30, "metadata": {}},
+     ("card", 30, 30, "scheduled task purge_sessions (0 3 * * *) → app.tasks.purge_sessions\ntask.cron: 0 3 * * *")),
+    # a symbol card spans its whole definition: the unit cites the lines at its top that the card stands for
+    ({"layer": "C1_SYMBOL_CATALOG", "title": "pkg.client.Client.get", "content": "def get(self, url) -> Response\n"
+      "Send a GET request.", "span_start": 50, "span_end": 90, "metadata": {"kind": "method"}},
+     ("card", 50, 51, "def get(self, url) -> Response\nSend a GET request.")),
+], ids=["c3-route", "c3-schedule-one-line", "c1-symbol"])
+def test_a_card_is_one_unit_citing_its_lines(row: dict, unit: tuple[str, int, int, str]) -> None:
+    units = split_rows([{"id": "k", "path": "app/main.py", **row}])
+    assert [(u.kind, u.start, u.end, u.text) for u in units] == [unit]
+    assert units[0].context == row["title"]
+
+
+def test_a_modules_card_is_no_unit() -> None:
+    row = {"id": "m", "path": "app/main.py", "layer": "C1_SYMBOL_CATALOG", "title": "app.main",
+           "content": "module app.main\nDefines: app", "span_start": 1, "span_end": 200, "metadata": {"kind": "module"}}
+    assert split_rows([row]) == []
+
+
+def test_a_card_unit_has_its_layer_and_kind_features() -> None:
+    r = [{"id": "k", "path": "app/main.py", "layer": "C3_ENTRYPOINTS", "title": "POST /heroes", "content": C3_CARD,
+          "span_start": 17, "span_end": 20, "metadata": {}}]
+    x = unit_features(split_rows(r), r, UnitContext(query=RankQuery("Which routes need auth?", ["auth"]),
+                                                    files=["app/main.py"]))
+    assert x[0, col("kind_card")] == 1.0 and x[0, col("layer_C3")] == 1.0 and x[0, col("layer_C0")] == 0.0

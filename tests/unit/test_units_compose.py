@@ -99,3 +99,16 @@ def test_each_pack_row_carries_the_scored_units_it_holds() -> None:
     out = with_unit_scores([core, other], units, np.array([0.25, 1.0]), rows)
     assert out[0].metadata[UNIT_SCORES] == [[2, 2, 0.25, "sentence", "Two."]]  # line 9 lies outside its span
     assert UNIT_SCORES not in out[1].metadata  # another file
+
+
+def test_a_card_unit_is_a_passage_quoted_as_text_under_its_title() -> None:
+    card = "GET /heroes/{hero_id} → app.main.read_hero\nauth: get_current_user"
+    c3 = row("k", "app/main.py", card, 30, layer="C3_ENTRYPOINTS",
+             **{UNIT_SCORES: [[30, 31, 2.0, "card", card]]}).model_copy(update={"title": "GET /heroes/{hero_id}"})
+    code = row("c", "app/main.py", "def read_hero(hero_id: int):\n    return db.get(hero_id)", 32,
+               layer="C0_SOURCE_CHUNKS", **{UNIT_SCORES: [[33, 33, 1.0, "statement", "    return db.get(hero_id)"]]})
+    got = unit_passages([code, c3])
+    assert [(u.row_id, u.kind, u.code, u.section, u.start_line, u.end_line) for u in got] == [
+        ("k", "card", False, "GET /heroes/{hero_id}", 30, 31), ("c", "source", True, "read_hero", 33, 33)]
+    chosen, _ = choose_units(got, {"app/main.py": 1}, None)
+    assert chosen[0].text == card

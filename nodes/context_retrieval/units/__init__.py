@@ -10,6 +10,8 @@ hand-set rules kept the wrong part as often as the right one. Here every row of 
   docstring's paragraphs and `:param:` lines, comment runs; a unit longer than `MAX_UNIT_LINES` is cut into
   windows of that many lines;
 - code facts (C7): each fact row is a unit (its line(s), its generated sentence as the unit's title);
+- cards (C1 symbol cards, C3 entrypoint rows): each card is one unit, its whole text, citing the card's
+  first lines (a module's card is not a unit: it stands for the whole file);
 - docs (D0 chunks): headings, sentences of paragraphs, list items (with their continuation lines), table
   rows, and fenced code blocks (cut like code).
 
@@ -54,6 +56,7 @@ from nodes.context_retrieval.units.scorer import (
     parse_unit_model,
 )
 from nodes.context_retrieval.units.split import (
+    CARD_LAYERS,
     DOC_LAYER,
     FACT_KINDS,
     FACT_LAYER,
@@ -63,17 +66,18 @@ from nodes.context_retrieval.units.split import (
     SOURCE_LAYER,
     UNIT_LAYERS,
     Unit,
+    card_unit,
     split_code,
     split_doc,
     split_rows,
 )
 
 __all__ = [
-    "DOC_LAYER", "FACT_KINDS", "FACT_LAYER", "JOIN_GAP", "KINDS", "MAX_UNITS", "MAX_UNIT_CHARS", "MAX_UNIT_LINES",
-    "MAX_UNIT_ROWS", "RANKED_SEEN", "SOURCE_LAYER", "UNIT_FEATURES", "UNIT_FILES", "UNIT_KEEP", "UNIT_LAYERS",
-    "UNIT_MARK", "UNIT_SCORES", "UNIT_MODEL_FORMAT", "UNIT_MODEL_PATH", "Unit", "UnitContext", "UnitReader",
-    "UnitScorer",
-    "covered_by", "heuristic_scores", "index_unit_reader", "kept_core", "load_unit_scorer", "nearest_units",
-    "pack_units", "parse_unit_model", "split_code", "split_doc", "split_rows", "unit_features", "unit_files",
-    "unit_pack", "unit_row", "with_unit_scores",
+    "CARD_LAYERS", "DOC_LAYER", "FACT_KINDS", "FACT_LAYER", "JOIN_GAP", "KINDS", "MAX_UNITS", "MAX_UNIT_CHARS",
+    "MAX_UNIT_LINES", "MAX_UNIT_ROWS", "RANKED_SEEN", "SOURCE_LAYER", "UNIT_FEATURES", "UNIT_FILES", "UNIT_KEEP",
+    "UNIT_LAYERS", "UNIT_MARK", "UNIT_SCORES", "UNIT_MODEL_FORMAT", "UNIT_MODEL_PATH", "Unit", "UnitContext",
+    "UnitReader", "UnitScorer",
+    "card_unit", "covered_by", "heuristic_scores", "index_unit_reader", "kept_core", "load_unit_scorer",
+    "nearest_units", "pack_units", "parse_unit_model", "split_code", "split_doc", "split_rows", "unit_features",
+    "unit_files", "unit_pack", "unit_row", "with_unit_scores",
 ]

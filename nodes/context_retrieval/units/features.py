@@ -11,7 +11,15 @@ from typing import Any
 import numpy as np
 
 from nodes.context_retrieval.rank_features import RankQuery, cyrillic_share
-from nodes.context_retrieval.units.split import DOC_LAYER, FACT_KINDS, FACT_LAYER, KINDS, SOURCE_LAYER, Unit
+from nodes.context_retrieval.units.split import (
+    CARD_LAYERS,
+    DOC_LAYER,
+    FACT_KINDS,
+    FACT_LAYER,
+    KINDS,
+    SOURCE_LAYER,
+    Unit,
+)
 from nodes.evidence import EvidenceRow
 from nodes.terms import STEM_CHARS
 
@@ -22,7 +30,7 @@ RANKED_SEEN = 80
 UNIT_FEATURES: tuple[str, ...] = (
     "file_rank", "inv_file_rank", "file_gold_like",
     *(f"kind_{k}" for k in KINDS), *(f"fact_{k}" for k in FACT_KINDS),
-    "layer_D0", "layer_C0", "layer_C7",
+    "layer_D0", "layer_C0", "layer_C7", "layer_C1", "layer_C3",
     "terms_share", "terms_stems_share", "terms_in_context", "query_stems_share", "idf_overlap", "bm25_rel",
     "idf_overlap_rank", "identifier_hits", "identifiers", "name_in_query", "row_terms_share",
     "near_terms_share", "row_in_pack", "row_inv_pos", "row_fused_rel", "row_learned_rel", "row_cos_rel",
@@ -229,7 +237,7 @@ def unit_features(units: Sequence[Unit], rows: Sequence[Mapping[str, Any]], ctx:
         out[i] = [
             float(rank), 1.0 / (rank + 1), float(rank == 0),
             *(float(u.kind == k) for k in KINDS), *(float(u.fact_kind == k) for k in FACT_KINDS),
-            float(u.layer == DOC_LAYER), float(u.layer == SOURCE_LAYER), float(u.layer == FACT_LAYER),
+            *(float(u.layer == layer) for layer in (DOC_LAYER, SOURCE_LAYER, FACT_LAYER, *CARD_LAYERS)),
             (sum(1 for t in terms if t in words[i]) / len(terms)) if terms else 0.0,
             len(stems[i] & t_stems) / (n_terms or 1),
             len(context_stems[u.context] & t_stems) / (n_terms or 1),

@@ -11,15 +11,20 @@ from typing import Any
 DOC_LAYER = "D0_DOC_CHUNKS"
 SOURCE_LAYER = "C0_SOURCE_CHUNKS"
 FACT_LAYER = "C7_CODE_FACTS"
-UNIT_LAYERS = (DOC_LAYER, SOURCE_LAYER, FACT_LAYER)
-"""The layers whose rows are cut into units: the text itself, and the code facts."""
+CARD_LAYERS = ("C1_SYMBOL_CATALOG", "C3_ENTRYPOINTS")
+"""Catalog rows (cards): a symbol's signature and docstring's opening (C1), an entrypoint's route, command,
+task or schedule with its models, auth and options (C3). Each card is one unit (`card_unit`): what the row
+says of the definition is often what the question asks ("which routes need auth?"), and no line of the
+source states it as the card does."""
+UNIT_LAYERS = (DOC_LAYER, SOURCE_LAYER, FACT_LAYER, *CARD_LAYERS)
+"""The layers whose rows are cut into units: the text itself, the code facts and the cards."""
 
 MAX_UNIT_LINES = 8
 """A longer statement, docstring paragraph or code block is cut into windows of this many lines."""
 MAX_UNIT_CHARS = 700
 """A unit's text is cut to this many characters (a minified line, a long table row)."""
 KINDS = ("statement", "def", "docstring", "comment", "fact", "heading", "sentence", "list_item", "table_row",
-         "code_block")
+         "code_block", "card")
 FACT_KINDS = ("parameter", "field", "option", "constant", "raise", "env", "message")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -228,6 +233,14 @@ def _sentences(lines: Sequence[tuple[int, str]]) -> list[tuple[str, int, int, st
     return out
 
 
+def card_unit(content: str, start: int, end: int) -> tuple[str, int, int, str]:
+    """(kind, start, end, text) of a card row: its whole text as one unit, citing the card's first lines (as
+    many as the card has, within its span: a C1 card spans its whole definition, and the unit stands for
+    the signature and docstring at its top, not for the body under them)."""
+    text = content.strip("\n")
+    return "card", start, max(start, min(end, start + text.count("\n"))), _cut(text)
+
+
 def split_rows(rows: Sequence[Mapping[str, Any]]) -> list[Unit]:
     """The units of index rows (dicts with path, layer, title, content, span_start, span_end, metadata), each
     unit once (overlapping chunks give the same lines twice: the first row's unit stays)."""
@@ -242,6 +255,11 @@ def split_rows(rows: Sequence[Mapping[str, Any]]) -> list[Unit]:
         if layer == FACT_LAYER:
             parts = [("fact", start, end, _cut(content.strip("\n")))]
             context = f"{title}\n{metadata.get('sentence_ru') or ''}"
+        elif layer in CARD_LAYERS:
+            if metadata.get("kind") == "module" or not content.strip():
+                continue  # a module's card summarises the whole file: its docstring's units say it in place
+            parts = [card_unit(content, start, end)]
+            context = title
         elif layer in (DOC_LAYER, SOURCE_LAYER):
             lines = content.split("\n")
             extra = max(0, len(lines) - (end - start + 1))  # context lines above a continued chunk
