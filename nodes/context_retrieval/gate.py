@@ -55,8 +55,9 @@ _NAMED = re.compile(r"(?<![\w/.-])(?:[A-Za-z][A-Za-z0-9_+#]*(?:[.-][A-Za-z0-9_]+
 _CYRILLIC = re.compile(r"[А-ЯЁа-яё]")
 _CHORD = re.compile(r"\+[A-Za-z0-9]")
 """`Ctrl+C`, `Alt+F4`: a key chord, not a name (`C++` keeps its name)."""
-_PLACEHOLDER = re.compile(r"(?:[Mm]y|[Ff]oo|[Bb]ar|[Bb]az|[Yy]our|[Ee]xample)(?:[A-Z_.\d]|$)")
-"""`MyClass.method`, `my_handler`, `foo_bar`: the placeholders of every tutorial, not names of a project."""
+_PLACEHOLDER = re.compile(r"(?:[Mm]y|[Ff]oo|[Bb]ar|[Bb]az|[Yy]our|[Ee]xample)(?:_|[A-Z]\w*[._]|$)")
+"""`MyClass.method`, `my_handler`, `foo_bar`: the placeholders of every tutorial, not names of a project. Only the
+dotted or snake_case forms: `MySQL`, `MyPy`, `MyST` and `YourKit` are names a question asks about."""
 _QUOTED = re.compile(r"`[^`]*`|'[^']*'|\"[^\"]*\"|«[^»]*»")
 
 

@@ -25,6 +25,9 @@ from nodes.evidence import EvidenceRow
     # nor is a placeholder of the kind every tutorial uses ("like MyClass.method" was refused)
     ("Can each log entry carry the method's name with its class, like MyClass.method?", []),
     ("Where is my_handler or foo_bar registered in FastAPI?", ["FastAPI"]),
+    # ... but a product whose name starts like one is a name: the classic absent topic must keep its refusal
+    ("Does Lotsman support MySQL?", ["Lotsman", "MySQL"]),
+    ("Поддерживает ли проверку типов через MyPy и документацию на MyST?", ["MyPy", "MyST"]),
 ])
 def test_latin_words_in_a_russian_request_are_names(query: str, names: list[str]) -> None:
     assert named_terms(query) == names
