@@ -101,21 +101,28 @@ _SCHEDULE = re.compile(
     r"|\bperiodic(?:ally)?\b|\bпериодическ\w*",
     re.IGNORECASE,
 )
-# "what runs", "which jobs run", «что запускается», «какие задачи»: the question asks for the list, not a detail
-# of one job ("Во сколько запускается бэкап по расписанию?" is answered by the docs that document it).
-_WHAT_RUNS = re.compile(
-    r"\b(?:what|which)\s+(?:[\w-]+\s+){0,4}?(?:runs?|execute[sd]?|starts?|started|fires?)\b"
-    r"|\b(?:what|which)\s+(?:[\w-]+\s+){0,2}?(?:tasks?|jobs?|workers?)\b"
-    r"|\bчто\s+(?:[\w-]+\s+){0,2}?(?:запуска\w*|выполня\w*|крутит\w*|работает)"
-    r"|\bкак(?:ие|ая|ой)\s+(?:[\w-]+\s+){0,2}?(?:задач\w*|джоб\w*|воркер\w*|работ[ыа]\b)",
+# "what runs", «что запускается», "which jobs does this project run", «какие задачи есть в проекте»: the question
+# asks for the list, not a detail of one job ("Во сколько запускается бэкап по расписанию?" is answered by the
+# docs that document it): it asks what or which, runs something or says whose (this project), and names no API.
+_WHAT_OR_WHICH = re.compile(r"\b(?:what|which)\b|\bчто\b|\bкак(?:ие|ая|ой)\b", re.IGNORECASE)
+_RUN_VERB = re.compile(
+    r"\b(?:runs?|execute[sd]?|starts?|started|fires?)\b|\bзапуска\w*|\bвыполня\w*|\bкрутит\w*|\bработает\b",
     re.IGNORECASE,
 )
+_OF_THE_PROJECT = re.compile(
+    r"\b(?:this|the|our|my)\s+(?:project|app|application|service|codebase|repo(?:sitory)?)\b"
+    r"|\bв\s+(?:этом\s+|нашем\s+|моём\s+|моем\s+)?(?:проекте|приложении|сервисе|репозитории|коде)\b",
+    re.IGNORECASE,
+)
+_NAMED_API = re.compile(r"\w_\w|\w\(|[a-z][A-Z]")
+"""`add_task`, `run()`, `BackgroundTasks`: a question naming an API asks about that API, its docs answer it."""
 
 
 def job_inventory_question(query: str) -> bool:
     """Whether the request asks what the program runs on a schedule or in the background (its C3 job rows
     answer it, the best one first)."""
-    return bool(_WHAT_RUNS.search(query) and (_SCHEDULE.search(query) or _BACKGROUND.search(query)))
+    return bool(_WHAT_OR_WHICH.search(query) and (_SCHEDULE.search(query) or _BACKGROUND.search(query))
+                and (_RUN_VERB.search(query) or _OF_THE_PROJECT.search(query)) and not _NAMED_API.search(query))
 
 
 # "Which endpoint takes HeroCreate?", «какой эндпоинт возвращает HeroRead?»: the route's row (its request and

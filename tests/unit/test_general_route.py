@@ -43,6 +43,10 @@ ENTRY_CASES = [
     ("Как сделать, чтобы письмо пользователю уходило уже после того, как клиент получил ответ?", False),
     ("Если держать фоновый sync watch для двух профилей, не затрут ли их задачи планировщика друг друга?", False),
     ("How do I run a task in the background after returning a response?", False),
+    # a feature's docs, not the project's inventory: no run verb nor "this project", or an API named (review)
+    ("Which background tasks can use yield dependencies?", False),
+    ("Какие фоновые задачи поддерживает FastAPI?", False),
+    ("Which tasks run in the background when I call add_task?", False),
 ]
 
 
