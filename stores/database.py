@@ -330,8 +330,9 @@ def ensure_pgvector(conn: psycopg.Connection) -> None:
         # `IF NOT EXISTS` does not hold under concurrency: two first connections (a LangGraph server's MCP
         # warm-up and its first page request) both insert and one fails on pg_extension's unique index. The
         # lock lines them up; the second then sees the first's extension.
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext('lotsman_pgvector'))")
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        with conn.transaction():  # a transaction on an autocommit connection too (`lotsman index` uses one)
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('lotsman_pgvector'))")
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         conn.commit()
     except psycopg.Error as exc:
         conn.rollback()

@@ -227,7 +227,8 @@ def test_processes_opening_a_fresh_database_at_once_all_get_pgvector(fresh_db_ur
 
     from stores.database import ensure_pgvector
 
-    conns = [psycopg.connect(fresh_db_url) for _ in range(8)]
+    # half autocommit, as `lotsman index` opens it: a transaction-scoped lock must still be held over the CREATE
+    conns = [psycopg.connect(fresh_db_url, autocommit=k % 2 == 0) for k in range(8)]
     gate, errors = threading.Barrier(len(conns)), []
 
     def open_one(conn: psycopg.Connection) -> None:
