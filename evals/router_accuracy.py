@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from pathlib import Path
@@ -129,8 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         labels = dataset_labels(args.labels)
         for path in args.report:
-            report = json.loads(path.read_text(encoding="utf-8"))
-            recorded, now = report_route_accuracy(report), report_route_accuracy(report, labels)
+            try:
+                report = json.loads(path.read_text(encoding="utf-8"))
+                recorded, now = report_route_accuracy(report), report_route_accuracy(report, labels)
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                print(f"error: {path}: not an eval run's JSON ({type(exc).__name__}: {exc})"[:300], file=sys.stderr)
+                return 2
             print(path.name)
             for corpus in recorded:
                 print(f"  {corpus:14s} route accuracy {recorded[corpus]:.3f} (labels of the run) "

@@ -61,3 +61,15 @@ def test_dataset_labels_skip_held_out_files(tmp_path: Path) -> None:
 def test_every_dev_label_is_a_route_seed_002_allows() -> None:
     labels = dataset_labels(Path(__file__).resolve().parents[2] / "evals" / "datasets")
     assert labels and set(labels.values()) <= {"GENERAL_QA", "DOC_EXPLAIN/SUMMARY", "DOC_EXPLAIN/FIND_FILES"}
+
+
+def test_a_report_that_is_not_an_eval_run_is_one_error_line(tmp_path, capsys) -> None:
+    from evals.router_accuracy import main
+
+    bad_json, no_corpora = tmp_path / "bad.json", tmp_path / "other.json"
+    bad_json.write_text("{", encoding="utf-8")
+    no_corpora.write_text("{}", encoding="utf-8")
+    for path in (tmp_path / "missing.json", bad_json, no_corpora):
+        assert main(["--report", str(path)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"error: {path}"), err
