@@ -13,7 +13,7 @@ export LANGGRAPH_NO_VERSION_CHECK = true
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,baseline]'
 	touch $(STAMP)
 
 setup: $(STAMP)
