@@ -74,7 +74,8 @@ COLLECT_FILES = 6
 TOKEN_CAP = 4096
 TOP_K = 12
 PSEUDO_PER_CORPUS = 60
-"""Pseudo cases per corpus (half code facts, half headings; half English, half Russian)."""
+"""Pseudo cases per corpus (half code facts, half headings; half English, half Russian), and a sixth as many
+again about cards where the corpus has them."""
 PARAMS: dict[str, Any] = {
     "objective": "lambdarank", "learning_rate": 0.05, "num_leaves": 8, "min_data_in_leaf": 40,
     "lambdarank_truncation_level": 30, "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1,
