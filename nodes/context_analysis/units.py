@@ -90,15 +90,51 @@ def heading_above(row: EvidenceRow, line: int) -> str:
     return heading or section_of(row)
 
 
+_MARKUP_LINE = re.compile(
+    r"^\s*(?:\{\*.*\*\}|--8<--.*|/{3}.*|[!?]{3}\+?\s*\w.*|!\[[^\]]*\]\([^)]*\)|(?:<[^>]+>\s*)+)\s*$")
+"""A line that is markup, not text: an include directive (`{* … *}`, `--8<--`), an admonition marker (`/// tip`,
+`!!! note`), an image or a line of HTML tags (badges)."""
+_LINK = re.compile(r"\[[^\]]*\]\([^)]*\)")
+
+
+def boilerplate(text: str) -> bool:
+    """Whether a unit is navigation or markup, never an answer: every line is markup, or links make up half of
+    its characters (a table of contents row, a "see also" sentence)."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    if not lines or all(_MARKUP_LINE.match(line) for line in lines):
+        return True
+    linked = sum(len(m.group(0)) for m in _LINK.finditer(text))
+    return linked >= 0.5 * len(text.strip())
+
+
+def _trim_markup(start: int, end: int, text: str) -> tuple[int, int, str]:
+    """A unit without the markup lines at its edges (an include line glued to the sentence after it), its line
+    span following; units whose text is not one line per source line are kept as they are."""
+    lines = text.split("\n")
+    if len(lines) != end - start + 1:
+        return start, end, text
+    while len(lines) > 1 and _MARKUP_LINE.match(lines[0]):
+        lines, start = lines[1:], start + 1
+    while len(lines) > 1 and _MARKUP_LINE.match(lines[-1]):
+        lines, end = lines[:-1], end - 1
+    return start, end, "\n".join(lines)
+
+
 def unit_passages(rows: Sequence[EvidenceRow]) -> list[Span]:
     """Every scored unit of the rows as a passage, best first (a unit two rows share, once). A heading is not
     quoted: it is the label of the units under it (`heading_above`), shown as the quote's section, and a fact
-    named only by a label is not stated (the eval's matcher gives a label no credit)."""
+    named only by a label is not stated (the eval's matcher gives a label no credit). Nor is navigation or markup
+    (`boilerplate`: a table of contents, an include directive, an admonition marker), which the scorer may rank
+    high for the words of its link titles."""
     best: dict[tuple[str, int, int], Span] = {}
     for row in rows:
         for start, end, score, kind, text in row.metadata.get(UNIT_SCORES) or ():
-            key = (row.path, int(start), int(end))
-            if kind == "heading" or (key in best and best[key].score >= score):
+            if kind == "heading" or (row.layer[:1] == "D" and boilerplate(str(text))):
+                continue
+            start, end, text = _trim_markup(int(start), int(end), str(text)) if row.layer[:1] == "D" \
+                else (int(start), int(end), str(text))
+            key = (row.path, start, end)
+            if key in best and best[key].score >= score:
                 continue
             card = kind == "card"  # a card's text is the index's summary of a definition, not its code
             code = (row.layer.startswith("C") and not card) or kind == "code_block"

@@ -176,12 +176,32 @@ FILE_MD = """## Ответы { #responses }
 Возвращает HTTP-редирект на другой адрес."""
 FILE_ROW = ev("resp", "docs/ru/docs/advanced/custom-response.md", FILE_MD, 190)
 LINKS_ROW = ev("links", "docs/ru/docs/index.md", "## См. также\n\n- [Скачивание файлов](a.md)\n- [Файлы](b.md)", 1)
+TOC_ROW = ev("toc", "docs/README.md", "| page | about |\n|---|---|\n| [CORS](tutorial/cors.md) | CORS middleware |\n"
+             "| [Files](advanced/files.md) | file responses |\n| [Redirects](advanced/redirect.md) | redirects |", 1)
 
 
 def lead(question: str, rows: list[EvidenceRow], **kw: Any):
     analysis = analyze(question, key_terms(question), rows, True, **kw)
     assert analysis.spans, analysis
     return analysis.spans[0]
+
+
+@pytest.mark.parametrize(
+    ("question", "rows", "never"),
+    [
+        ("Где скачивание файлов описано?", [LINKS_ROW, FILE_ROW], "[Скачивание файлов](a.md)"),
+        ("Подсказка про HTML потоки", [FILE_ROW], "Смотрите также"),
+        ("tutorial009_py310 docs_src", [FILE_ROW], "{*"),
+        ("FileResponse", [FILE_ROW], "### `FileResponse`"),
+        ("tip Подсказка", [FILE_ROW], "///"),
+        ("Where is CORS described?", [TOC_ROW, FILE_ROW], "[CORS](tutorial/cors.md)"),
+    ],
+    ids=["link-list", "see-also-links", "include-line", "heading", "admonition-marker", "toc-table"],
+)
+def test_headings_link_lists_and_boilerplate_are_never_quoted(question: str, rows: list[EvidenceRow],
+                                                             never: str) -> None:
+    analysis = analyze(question, key_terms(question), rows, True)
+    assert all(never not in s.text for s in [*analysis.spans, *analysis.passages])
 
 
 def test_passages_keep_exact_line_numbers() -> None:

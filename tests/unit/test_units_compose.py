@@ -112,3 +112,29 @@ def test_a_card_unit_is_a_passage_quoted_as_text_under_its_title() -> None:
         ("k", "card", False, "GET /heroes/{hero_id}", 30, 31), ("c", "source", True, "read_hero", 33, 33)]
     chosen, _ = choose_units(got, {"app/main.py": 1}, None)
     assert chosen[0].text == card
+
+
+@pytest.mark.parametrize(("text", "navigation"), [
+    ("{* ../../docs_src/cors/tutorial001.py hl[2,6:11] *}", True),
+    ('--8<-- "docs_src/app.py"', True),
+    ("/// tip | Подсказка", True),
+    ('!!! note "Heads up"', True),
+    ('<a href="https://x"><img src="badge.svg"></a>', True),
+    ("| [CORS](tutorial/cors.md) | CORS middleware |", True),
+    ("Смотрите также [HTML](html.md), [Потоки](stream.md) и [JSON](json.md).", True),
+    ("The default max_age is 600 seconds.", False),
+    ("Set `allow_origins` as described in [the guide](cors.md) before you deploy the service.", False),
+    ("| `max_age` | `600` | how long browsers cache the preflight |", False),
+])
+def test_navigation_and_markup_are_not_quotable(text: str, navigation: bool) -> None:
+    from nodes.context_analysis.units import boilerplate
+
+    assert boilerplate(text) is navigation
+
+
+def test_an_include_line_glued_to_a_sentence_is_trimmed_off_with_its_line() -> None:
+    from nodes.context_analysis.units import _trim_markup
+
+    text = "{* ../../docs_src/cors/tutorial001.py *}\nThe default max_age is 600 seconds."
+    assert _trim_markup(10, 11, text) == (11, 11, "The default max_age is 600 seconds.")
+    assert _trim_markup(10, 10, "one line") == (10, 10, "one line")
