@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -29,12 +29,10 @@ from graph.terminal import undecodable
 from nodes.answer_composition import Answer, compose_extractive, compose_with_llm
 from nodes.answer_composition.links import citation_href, link_citations
 from nodes.answer_composition.llm import llm_answer_wanted
-from nodes.context_analysis import Analysis, Embed, analyze, analyze_with_llm
-from nodes.context_analysis.card_sources import ReadSources, read_card_sources
+from nodes.context_analysis import Analysis, analyze, analyze_with_llm
 from nodes.context_analysis.llm import reading_pool
 from nodes.conversation_understanding import StandaloneRequest, rewrite_with_llm, standalone_request
 from nodes.conversation_understanding.messages import content_text, unlink_citations
-from nodes.evidence import EvidenceRow
 from nodes.intent_routing import RouteResult
 from nodes.llm_budget import (
     DEGRADED,
@@ -239,37 +237,13 @@ def route_after_retrieval(state: State) -> str:
     return "context_analysis" if report is not None and report.relevant else "answer_composition"
 
 
-def _analyze(state: State, relevant: bool, embed: Embed | None = None, sources: ReadSources | None = None
-             ) -> Analysis:
+def _analyze(state: State, relevant: bool) -> Analysis:
     request = state["request"]
     report = state.get("retrieval")
     signals = report.signals if report is not None else {}
     return analyze(request.text, request.key_terms, state.get("evidence") or [], relevant,
                    state.get("route_result"), question=request.question, overview=bool(signals.get("overview")),
-                   cross_lingual=bool(signals.get("cross_lingual")), embed=embed, sources=sources)
-
-
-async def _embed_for(deps: GraphDeps, state: State) -> Embed | None:
-    """The session's embedder when the request and its evidence are in different languages: no stem of one
-    occurs in the other, so only meaning can tell which passage answers (≤ MAX_EMBEDDED texts a batch)."""
-    report = state.get("retrieval")
-    if report is None or not report.relevant or not report.signals.get("cross_lingual") or "session" not in state:
-        return None
-    return (await _bundle(deps, state)).adapter.embedder.embed_documents
-
-
-class _SourceReader:
-    """Reads the source rows of the symbol cards the analysis chose (`read_card_sources`) and keeps them, so
-    the rows quoted can join the evidence."""
-
-    def __init__(self, bundle: SessionBundle) -> None:
-        self.bundle = bundle
-        self.rows: dict[str, EvidenceRow] = {}
-
-    def __call__(self, chosen: Sequence[EvidenceRow]) -> dict[str, list[EvidenceRow]]:
-        found = read_card_sources(self.bundle.adapter.repository, self.bundle.session, chosen)
-        self.rows.update((row.id, row) for rows in found.values() for row in rows)
-        return found
+                   cross_lingual=bool(signals.get("cross_lingual")))
 
 
 def context_analysis(deps: GraphDeps) -> Node:
@@ -280,12 +254,8 @@ def context_analysis(deps: GraphDeps) -> Node:
     async def node(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         report = state.get("retrieval")
         relevant = report is not None and report.relevant
-        embed = await _embed_for(deps, state)
-        reader = _SourceReader(await _bundle(deps, state)) if relevant and "session" in state else None
-        analysis = await asyncio.to_thread(_analyze, state, relevant, embed, reader)
-        # Source rows a passage or a file's line was taken from join the evidence the citations are checked by.
-        added = [reader.rows[i] for i in analysis.expanded] if reader is not None else []
-        evidence = [*(state.get("evidence") or []), *added]
+        analysis = await asyncio.to_thread(_analyze, state, relevant)
+        evidence = state.get("evidence") or []
         budget, model = _budget(deps, state, runtime), deps.chat_model
         if model is not None and analysis.passages:
             # the model reads the pack within the cap, not only the rules' passages (`reading_pool`)
@@ -299,7 +269,7 @@ def context_analysis(deps: GraphDeps) -> Node:
                                                raise_unavailable=True))
             analysis = chosen or analysis
         update: dict[str, Any] = {"analysis": analysis, "llm_budget": budget}
-        return {**update, "evidence": evidence} if added else update
+        return update
 
     return node
 

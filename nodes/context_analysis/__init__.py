@@ -8,7 +8,6 @@ judge sufficiency, and returns None so the caller keeps the deterministic analys
 from nodes.context_analysis.analyze import MAX_PASSAGES, analyze
 from nodes.context_analysis.llm import ANALYSIS_PROMPT, analyze_with_llm, build_analysis_messages
 from nodes.context_analysis.models import Analysis, FileEvidence, Language, Span
-from nodes.context_analysis.scoring import Embed
 from nodes.context_analysis.spans import LINE_ALIGNED, aligned_lines
 from nodes.context_analysis.text import detect_language, fence_content, strip_markup
 from nodes.context_analysis.units import MAX_SUPPORTING
@@ -19,7 +18,6 @@ __all__ = [
     "MAX_PASSAGES",
     "MAX_SUPPORTING",
     "Analysis",
-    "Embed",
     "FileEvidence",
     "Language",
     "Span",

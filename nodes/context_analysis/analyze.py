@@ -6,13 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from nodes.context_analysis.card_sources import ReadSources
 from nodes.context_analysis.conflicts import find_conflicts
 from nodes.context_analysis.models import Analysis, FileEvidence, Span
 from nodes.context_analysis.relations import relation_edges, relation_targets, with_edges
 from nodes.context_analysis.scoring import (
     SOFT_WEIGHT,
-    Embed,
     Question,
     question_identifiers,
     soft_terms,
@@ -139,9 +137,8 @@ def _with_terms(spans: Sequence[Span], q: Question) -> list[Span]:
 
 
 def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], relevant: bool,
-            route: RouteResult | None = None, *, question: str | None = None, embed: Embed | None = None,
-            overview: bool = False, cross_lingual: bool = False,
-            sources: ReadSources | None = None) -> Analysis:
+            route: RouteResult | None = None, *, question: str | None = None, overview: bool = False,
+            cross_lingual: bool = False) -> Analysis:
     """Analyse the evidence of one request.
 
     Args:
@@ -154,7 +151,6 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
         route: The router's result (adds target terms and anchors when `terms` is empty; relation questions).
         question: The user's own words (their language is the answer's); without it, carried-over terms
             in a trailing "(...)" are stripped from `request` to find them.
-        embed, sources: Unused since the answer quotes the scored units (issue 38); kept for the graph's call.
         overview: The request asks about the repository itself and the gate passed it on its landing
             pages: the best units suffice even without a key term in them.
         cross_lingual: The request and the evidence are in different languages and the gate passed it: the
@@ -165,7 +161,6 @@ def analyze(request: str, terms: Sequence[str], rows: Sequence[EvidenceRow], rel
         then the units within the model's margin), the best units (`passages`, ≤ MAX_PASSAGES after the quotes),
         sufficiency, key-term coverage of the quotes, conflict notes and the request's language.
     """
-    del embed, sources
     own = question or _CARRIED.sub("", request) or request
     terms = list(dict.fromkeys(terms)) or key_terms(request, _route_terms(route))
     q = question_of(own, terms, rows)

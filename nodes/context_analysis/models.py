@@ -86,8 +86,5 @@ class Analysis(BaseModel):
     """Language of the request."""
     terms: list[str] = Field(default_factory=list)
     """Key terms the analysis matched against."""
-    expanded: list[str] = Field(default_factory=list)
-    """Ids of rows read beside the evidence that a passage comes from (the caller adds them to the evidence);
-    empty since the answer quotes the pack's units (issue 38)."""
     analysed_by: Literal["rules", "llm"] = "rules"
     """Who chose `spans` and judged sufficiency: the deterministic rules or the chat model."""

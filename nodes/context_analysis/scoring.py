@@ -5,13 +5,10 @@ quoted is the unit scorer's choice (`units.py`), no longer a weighted sum of the
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nodes.context_analysis.text import hits, stems_of
-
-Embed = Callable[[list[str]], list[list[float]]]
-"""The session's embedder over a batch of texts (`Embeddings.embed_documents`)."""
 
 _ASCII_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[A-Za-z0-9_]")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

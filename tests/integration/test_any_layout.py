@@ -16,7 +16,6 @@ from graph.builder import build_graph
 from graph.deps import GraphDeps
 from graph.settings import Settings
 from nodes.context_analysis import analyze
-from nodes.context_analysis.card_sources import read_card_sources
 from nodes.evidence import EvidenceRow
 from nodes.terms import key_terms
 from stores.embedders import make_embedder
@@ -147,9 +146,11 @@ def test_a_symbol_card_is_quoted_by_the_definition_read_from_the_index(db, sessi
               if (r["metadata"] or {}).get("name") == "wrap_words" or "wrap_words" in (r["title"] or "")]
     row = EvidenceRow(id=str(card["id"]), path=card["path"], layer=card["layer"], content=card["content"],
                       span_start=card["span_start"], span_end=card["span_end"], lanes={"code": 1})
-    sources = read_card_sources(repository, bundle.session, [row])
-    [source] = sources[row.id]  # the module is one chunk around the card's span
-    assert source.layer == "C0_SOURCE_CHUNKS" and source.span_start <= row.span_start <= row.span_end <= source.span_end
+    [found] = [r for r in repository.retrieve_exact_files(bundle.session, ["textkit/wrap.py"],
+                                                          layers=["C0_SOURCE_CHUNKS"])
+               if r["span_start"] <= row.span_start <= row.span_end <= r["span_end"]]  # the module: one chunk
+    source = EvidenceRow(id=str(found["id"]), path=found["path"], layer=found["layer"], content=found["content"],
+                         span_start=found["span_start"], span_end=found["span_end"], lanes={"code": 1})
     question = "What does wrap_words do with a word longer than the width?"
     # issue 38: the analysis no longer reads a card's source; the unit fill hands the source lines over, and
     # the answer quotes them (a unit of the definition), never the card's one synthesized line
