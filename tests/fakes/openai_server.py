@@ -263,7 +263,7 @@ def _usage(request: dict[str, Any], message: dict[str, Any]) -> dict[str, int]:
 
 
 # --- which call a request is, and replaying recorded outputs -------------------------------------------------
-DOC_TAG = re.compile(r'<document path="([^"]+)" lines="(\d+)-(\d+)"')
+DOC_TAG = re.compile(r'<document path="([^"]+)" lines="(\d+)-(\d+)"[^>]*>(.*?)</document>', re.DOTALL)
 
 
 def call_kind(request: dict[str, Any]) -> str:
@@ -283,23 +283,33 @@ def call_kind(request: dict[str, Any]) -> str:
 
 def documents(request: dict[str, Any]) -> list[tuple[str, int, int]]:
     """The `(path, start, end)` of every fenced document in an answer request."""
+    return [(path, start, end) for path, start, end, _ in shown_documents(request)]
+
+
+def shown_documents(request: dict[str, Any]) -> list[tuple[str, int, int, str]]:
+    """`(path, start, end, text)` of every fenced document in an answer request."""
     text = request["messages"][-1]["content"]
-    return [(m[1], int(m[2]), int(m[3])) for m in DOC_TAG.finditer(text)]
+    return [(m[1], int(m[2]), int(m[3]), m[4]) for m in DOC_TAG.finditer(text)]
+
+
+_CODE = re.compile(r"`([^`]+)`")
 
 
 _PLACEHOLDER = re.compile(r"\{(doc|start|end):([^{}]+)\}")
 
 
 def fill(text: str, request: dict[str, Any]) -> str:
-    """A recorded answer's `{doc:PATH}` (`PATH:start-end`), `{start:PATH}`, `{end:PATH}` filled from the first
-    document of PATH the request showed: what a model copying the `lines` attribute writes."""
-    shown = documents(request) if "<documents>" in json.dumps(request.get("messages", [])) else []
+    """A recorded answer's `{doc:PATH}` (`PATH:start-end`), `{start:PATH}`, `{end:PATH}` filled from the document
+    of PATH the request showed that holds most of the answer's `code` names (the first one on a tie): what a
+    model copying the `lines` attribute of the passage it took its words from writes."""
+    shown = shown_documents(request) if "<documents>" in json.dumps(request.get("messages", [])) else []
+    names = set(_CODE.findall(text))
 
     def one(match: re.Match[str]) -> str:
-        found = next((d for d in shown if d[0] == match[2]), None)
-        if found is None:
+        of_path = [d for d in shown if d[0] == match[2]]
+        if not of_path:
             return match[0]
-        path, start, end = found
+        path, start, end, _ = max(of_path, key=lambda d: sum(name in d[3] for name in names))
         return {"doc": f"{path}:{start}-{end}", "start": str(start), "end": str(end)}[match[1]]
 
     return _PLACEHOLDER.sub(one, text)
