@@ -91,9 +91,9 @@ def heading_above(row: EvidenceRow, line: int) -> str:
 
 
 _MARKUP_LINE = re.compile(
-    r"^\s*(?:\{\*.*\*\}|--8<--.*|/{3}.*|[!?]{3}\+?\s*\w.*|!\[[^\]]*\]\([^)]*\)|(?:<[^>]+>\s*)+)\s*$")
+    r"^\s*(?:\{\*.*\*\}|--8<--.*|/{3}.*|[!?]{3}\+?\s*\w.*|(?:\[?!\[[^\]]*\]\([^)]*\)\]?(?:\([^)]*\))?\s*)+)\s*$")
 """A line that is markup, not text: an include directive (`{* … *}`, `--8<--`), an admonition marker (`/// tip`,
-`!!! note`), an image or a line of HTML tags (badges)."""
+`!!! note`), images and linked images (badges). A line of HTML stays: it may be the snippet the answer is about."""
 _LINK = re.compile(r"\[[^\]]*\]\([^)]*\)")
 
 

@@ -130,9 +130,11 @@ def test_every_turn_is_logged_with_its_outcome(db: Database, harbor: str, asked:
         assert by_question[question].abstained == out["abstained"], question
         assert by_question[question].run_id, "the run id is logged, so a vote on the answer finds the turn"
     refused = {q for q, out in asked.items() if out["abstained"]}
-    # measured: 9 of 10 refused ("Terraform module for Harbor" is answered from the README), and one
-    # answerable Russian question whose words the English docs do not share
-    assert len(refused & set(UNANSWERABLE)) >= 8, sorted(set(UNANSWERABLE) - refused)
+    # measured: 7 of 10 refused ("Terraform module for Harbor" is answered from the README; "Kafka consumer
+    # configuration" and "Kubernetes liveness probe" have 0.2-0.3 of their key terms among the candidates, and the
+    # gate's candidate-coverage floor is 0.20 since gate_calibration chose it on eight corpora' dev sets, 20c06ee:
+    # at 0.30 9 of 10 were refused), and one answerable Russian question whose words the English docs do not share
+    assert len(refused & set(UNANSWERABLE)) >= 7, sorted(set(UNANSWERABLE) - refused)
     assert len(refused & set(ANSWERABLE)) <= 2, sorted(refused & set(ANSWERABLE))
 
 

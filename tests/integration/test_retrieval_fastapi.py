@@ -250,7 +250,11 @@ request directly) rank above it."""
 
 
 @pytest.mark.parametrize("ranker", [
-    "learned",  # first since the ranker retrained on the rewritten dev splits (issue 41); it ranked 3rd before
+    # first after the retrain on the rewritten dev splits (session 14), 3rd before; the retrain over eight corpora
+    # (3416a7a: LOCO macro MRR 0.584 -> 0.669, fastapi-ru held out 0.721 -> 0.809) ranks "using the request
+    # directly" above it again
+    pytest.param("learned", marks=pytest.mark.xfail(
+        strict=True, reason="the ranker trained on eight corpora ranks a page sharing the question's words first")),
     pytest.param("rrf", marks=pytest.mark.xfail(
         strict=True, reason="RRF alone ranks the CORS page behind pages that share the question's words; strict, "
                             "so the day it ranks first this is noticed")),

@@ -119,7 +119,8 @@ def test_a_card_unit_is_a_passage_quoted_as_text_under_its_title() -> None:
     ('--8<-- "docs_src/app.py"', True),
     ("/// tip | Подсказка", True),
     ('!!! note "Heads up"', True),
-    ('<a href="https://x"><img src="badge.svg"></a>', True),
+    ("[![CI](https://x/badge.svg)](https://x/actions) ![PyPI](https://x/pypi.svg)", True),
+    ('<script src="https://widget.example/embed.js"></script>', False),  # a snippet to paste is an answer
     ("| [CORS](tutorial/cors.md) | CORS middleware |", True),
     ("Смотрите также [HTML](html.md), [Потоки](stream.md) и [JSON](json.md).", True),
     ("The default max_age is 600 seconds.", False),
