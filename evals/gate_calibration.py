@@ -27,7 +27,7 @@ import itertools
 import json
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,33 @@ COST = 2.0
 Cases = list[tuple[bool, GateSignals]]
 
 
+def read_reports(paths: Sequence[Path], *, by: str) -> list[tuple[str, dict[str, Any]]]:
+    """(corpus, its eval report) of every report file: a suite report (`lotsman eval --suite dev`) holds one per
+    corpus, a one-dataset report is named by its file. Held-out reports are refused by name before reading and
+    by content after (`evals.holdout.refuse_report`, `by` names the caller in the error).
+
+    Raises:
+        LotsmanError: a file that is not JSON or not an eval report; a held-out report (`HoldoutError`).
+        OSError: a report that cannot be read.
+    """
+    reports: list[tuple[str, dict[str, Any]]] = []
+    for path in paths:
+        refuse_report(None, path, by=by)  # by its name, before reading it
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:  # a truncated or non-UTF-8 file
+            raise LotsmanError(f"{path}: not JSON ({exc}); pass the file `lotsman eval --out` wrote") from exc
+        refuse_report(data, path, by=by)
+        suite = isinstance(data, dict) and isinstance(data.get("corpora"), dict)
+        found = list(data["corpora"].items()) if suite else [(path.stem, data)]
+        for name, report in found:
+            if not isinstance(report, dict) or not isinstance(report.get("results"), list):
+                raise LotsmanError(f"{path}: not an eval report (no results for {name}); pass the file "
+                                   "`lotsman eval --out` wrote")
+        reports += found
+    return reports
+
+
 def load_cases(paths: list[Path]) -> dict[str, Cases]:
     """corpus → [(answerable, signals)] for every case whose report carries signals.
 
@@ -56,23 +83,7 @@ def load_cases(paths: list[Path]) -> dict[str, Cases]:
         OSError: a report that cannot be read.
     """
     out: dict[str, Cases] = {}
-    reports: list[tuple[str, dict[str, Any]]] = []
-    for path in paths:
-        refuse_report(None, path, by="gate_calibration")  # by its name, before reading it
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:  # a truncated or non-UTF-8 file
-            raise LotsmanError(f"{path}: not JSON ({exc}); pass the file `lotsman eval --out` wrote") from exc
-        refuse_report(data, path, by="gate_calibration")
-        # a suite report (`lotsman eval --suite dev`) holds one report per corpus
-        suite = isinstance(data, dict) and isinstance(data.get("corpora"), dict)
-        found = list(data["corpora"].items()) if suite else [(path.stem, data)]
-        for name, report in found:
-            if not isinstance(report, dict) or not isinstance(report.get("results"), list):
-                raise LotsmanError(f"{path}: not an eval report (no results for {name}); pass the file "
-                                   "`lotsman eval --out` wrote")
-        reports += found
-    for name, report in reports:
+    for name, report in read_reports(paths, by="gate_calibration"):
         cases = []
         for case in report["results"]:
             raw = (case.get("retrieval") or {}).get("signals")

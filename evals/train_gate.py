@@ -22,7 +22,6 @@ code (`evals.holdout.refuse_report`).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -31,8 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evals.gate_calibration import COST, objective, score_with, worth
-from evals.holdout import refuse_report
+from evals.gate_calibration import COST, objective, read_reports, score_with, worth
 from evals.metrics import UNANSWERABLE_KINDS
 from nodes.context_retrieval.gate import GateSignals, GateThresholds, decide, hard_verdict, signals_from_json
 from stores.errors import LotsmanError
@@ -127,27 +125,17 @@ def load_reports(paths: Sequence[Path]) -> dict[str, list[Case]]:
         OSError: a report that cannot be read.
     """
     out: dict[str, list[Case]] = {}
-    for path in paths:
-        refuse_report(None, path, by="train_gate")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise LotsmanError(f"{path}: not JSON ({exc}); pass the file `lotsman eval --out` wrote") from exc
-        refuse_report(data, path, by="train_gate")
-        suite = isinstance(data, dict) and isinstance(data.get("corpora"), dict)
-        for name, report in (data["corpora"].items() if suite else [(path.stem, data)]):
-            if not isinstance(report, dict) or not isinstance(report.get("results"), list):
-                raise LotsmanError(f"{path}: not an eval report (no results for {name})")
-            cases = []
-            for r in report["results"]:
-                raw = (r.get("retrieval") or {}).get("signals")
-                if not raw:
-                    continue
-                if "row_coverage" not in raw:
-                    raise LotsmanError(f"{path}: {name}'s gate signals predate row_coverage; run the eval again")
-                kind = next((k for k in UNANSWERABLE_KINDS if k in (r.get("tags") or ())), None)
-                cases.append(Case(str(r["id"]), bool(r["answerable"]), kind, signals_from_json(raw)))
-            out[name] = cases
+    for name, report in read_reports(paths, by="train_gate"):
+        cases = []
+        for r in report["results"]:
+            raw = (r.get("retrieval") or {}).get("signals")
+            if not raw:
+                continue
+            if "row_coverage" not in raw:
+                raise LotsmanError(f"{name}: the report's gate signals predate row_coverage; run the eval again")
+            kind = next((k for k in UNANSWERABLE_KINDS if k in (r.get("tags") or ())), None)
+            cases.append(Case(str(r["id"]), bool(r["answerable"]), kind, signals_from_json(raw)))
+        out[name] = cases
     return dict(sorted(out.items()))
 
 
