@@ -71,7 +71,7 @@ def score_here(rows: Sequence[EvidenceRow], request: str, terms: Sequence[str],
         return list(rows)
     files = list(dict.fromkeys(r.path for r in rows))
     ctx = UnitContext(query=RankQuery(request, list(terms)), files=files, pack=rows, ranked=rows)
-    return with_unit_scores(rows, units, scorer.score(unit_features(units, dicts, ctx)), dicts)
+    return with_unit_scores(rows, units, scorer.score(unit_features(units, dicts, ctx)))
 
 
 def heading_above(row: EvidenceRow, line: int) -> str:

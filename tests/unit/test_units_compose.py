@@ -91,12 +91,11 @@ def test_a_files_line_is_its_best_unit_and_a_whole_file_only_under_a_screen(
 
 
 def test_each_pack_row_carries_the_scored_units_it_holds() -> None:
-    rows = [{"id": "r", "path": "g.md"}]
     units = [Unit(row=0, path="g.md", layer="D0_DOC_CHUNKS", kind="sentence", start=2, end=2, text="Two."),
              Unit(row=0, path="g.md", layer="D0_DOC_CHUNKS", kind="sentence", start=9, end=9, text="Nine.")]
     core = row("r", "g.md", "One.\nTwo.\nThree.", 1)
     other = row("o", "x.md", "Two.", 2)
-    out = with_unit_scores([core, other], units, np.array([0.25, 1.0]), rows)
+    out = with_unit_scores([core, other], units, np.array([0.25, 1.0]))
     assert out[0].metadata[UNIT_SCORES] == [[2, 2, 0.25, "sentence", "Two."]]  # line 9 lies outside its span
     assert UNIT_SCORES not in out[1].metadata  # another file
 

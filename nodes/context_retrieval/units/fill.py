@@ -166,14 +166,12 @@ def unit_pack(core: Sequence[EvidenceRow], ranked: Sequence[EvidenceRow], query:
     ctx = UnitContext(query=query, files=paths, pack=core, ranked=ranked, similarity=similarity or {},
                       row_distance=distances)
     scores = scorer.score(unit_features(units, rows, ctx))
-    return with_unit_scores(pack_units(kept, units, scores, rows, ranked, cap, mark=FILL_MARK), units, scores, rows)
+    return with_unit_scores(pack_units(kept, units, scores, rows, ranked, cap, mark=FILL_MARK), units, scores)
 
 
-def with_unit_scores(pack: Sequence[EvidenceRow], units: Sequence[Unit], scores: np.ndarray,
-                     rows: Sequence[Mapping[str, Any]]) -> list[EvidenceRow]:
+def with_unit_scores(pack: Sequence[EvidenceRow], units: Sequence[Unit], scores: np.ndarray) -> list[EvidenceRow]:
     """The pack with each row's scored units in its metadata (`UNIT_SCORES`): the units of its file that lie
     inside its span and whose text it holds (a filled row's own units; a core row's units of its lines)."""
-    del rows
     by_path: dict[str, list[list[Any]]] = {}
     for u, s in zip(units, scores, strict=True):
         by_path.setdefault(u.path, []).append([u.start, u.end, round(float(s), 4), u.kind, u.text])
